@@ -1,0 +1,255 @@
+package evidence
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Schema is the only checkpoint schema recall accepts.
+const Schema = "recall.checkpoint.v1"
+
+// Event kinds.
+const (
+	KindSnapshot = "snapshot"
+	KindDelete   = "delete"
+)
+
+// MaxKeyBytes bounds user_id and conversation_id.
+const MaxKeyBytes = 256
+
+// Reason is why an event is rejected (§7).
+type Reason string
+
+// The rejection reasons of the contract.
+const (
+	ReasonMalformed         Reason = "malformed"
+	ReasonInvalid           Reason = "invalid"
+	ReasonUnsupportedSchema Reason = "unsupported_schema"
+	ReasonTooLarge          Reason = "too_large"
+	ReasonPrefixMismatch    Reason = "prefix_mismatch"
+	ReasonGap               Reason = "gap"
+	ReasonDeleted           Reason = "deleted"
+)
+
+// Reasons lists every rejection reason.
+var Reasons = []Reason{ReasonMalformed, ReasonInvalid, ReasonUnsupportedSchema, ReasonTooLarge, ReasonPrefixMismatch, ReasonGap, ReasonDeleted}
+
+// RejectError is an event that cannot be applied. Detail says what is wrong
+// without quoting message text.
+type RejectError struct {
+	Reason Reason
+	Detail string
+}
+
+func (e *RejectError) Error() string { return string(e.Reason) + ": " + e.Detail }
+
+func reject(r Reason, format string, args ...any) *RejectError {
+	return &RejectError{Reason: r, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Limits bound what ParseEvent accepts. The zero value means the defaults.
+type Limits struct {
+	// MaxEventBytes bounds an event's encoded size. Defaults to 16 MiB.
+	MaxEventBytes int
+	// MaxMessages bounds the messages of one event. Defaults to 50,000.
+	MaxMessages int
+}
+
+// Default limits.
+const (
+	DefaultMaxEventBytes = 16 << 20
+	DefaultMaxMessages   = 50_000
+)
+
+func (l Limits) withDefaults() Limits {
+	l.MaxEventBytes = cmp.Or(l.MaxEventBytes, DefaultMaxEventBytes)
+	l.MaxMessages = cmp.Or(l.MaxMessages, DefaultMaxMessages)
+	return l
+}
+
+// Event is a decoded, validated checkpoint event (§2).
+type Event struct {
+	Schema         string
+	Kind           string
+	EventID        string
+	UserID         string
+	ConversationID string
+	// Offset is the index of Messages[0] in the history.
+	Offset int
+	// PrefixDigest is the chain digest of the history's [0, Offset); for a
+	// snapshot it is ChainStart().
+	PrefixDigest Digest
+	Messages     []Message
+	// Digests holds the message digest of each of Messages.
+	Digests []Digest
+}
+
+// End returns the length of the history the event carries: Offset +
+// len(Messages).
+func (e *Event) End() int { return e.Offset + len(e.Messages) }
+
+type wireEvent struct {
+	Schema         *string           `json:"schema"`
+	Kind           *string           `json:"kind"`
+	EventID        json.RawMessage   `json:"event_id"`
+	UserID         json.RawMessage   `json:"user_id"`
+	ConversationID json.RawMessage   `json:"conversation_id"`
+	Offset         json.RawMessage   `json:"offset"`
+	PrefixDigest   json.RawMessage   `json:"prefix_digest"`
+	Messages       []json.RawMessage `json:"messages"`
+}
+
+// ProbeKey extracts user_id, conversation_id and event_id from a payload as
+// far as it can, for the record of a rejected event. Values that are not
+// strings are "".
+func ProbeKey(data []byte) (userID, conversationID, eventID string) {
+	var p struct {
+		UserID         any `json:"user_id"`
+		ConversationID any `json:"conversation_id"`
+		EventID        any `json:"event_id"`
+	}
+	if !utf8.Valid(data) || json.Unmarshal(data, &p) != nil {
+		return "", "", ""
+	}
+	s := func(v any) string { str, _ := v.(string); return str }
+	return s(p.UserID), s(p.ConversationID), s(p.EventID)
+}
+
+// ParseEvent decodes and validates a checkpoint event. It returns a
+// *RejectError with reason malformed, invalid, unsupported_schema or
+// too_large when the event cannot be accepted.
+func ParseEvent(data []byte, limits Limits) (*Event, error) {
+	limits = limits.withDefaults()
+	if len(data) > limits.MaxEventBytes {
+		return nil, reject(ReasonTooLarge, "event is %d bytes, more than the limit of %d", len(data), limits.MaxEventBytes)
+	}
+	if !utf8.Valid(data) {
+		return nil, reject(ReasonMalformed, "event is not valid UTF-8")
+	}
+	trimmed := bytes.TrimSpace(data)
+	if !json.Valid(trimmed) {
+		return nil, reject(ReasonMalformed, "event is not valid JSON")
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, reject(ReasonInvalid, "event must be a JSON object")
+	}
+	var w wireEvent
+	if err := json.Unmarshal(trimmed, &w); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, reject(ReasonInvalid, "field %q has the wrong type", te.Field)
+		}
+		return nil, reject(ReasonInvalid, "event does not match the checkpoint schema")
+	}
+	if w.Schema == nil {
+		return nil, reject(ReasonInvalid, "field \"schema\" is required (%q)", Schema)
+	}
+	if *w.Schema != Schema {
+		return nil, reject(ReasonUnsupportedSchema, "schema must be %q", Schema)
+	}
+	ev := &Event{Schema: Schema, Kind: KindSnapshot}
+	if w.Kind != nil && *w.Kind != "" {
+		ev.Kind = *w.Kind
+	}
+	if ev.Kind != KindSnapshot && ev.Kind != KindDelete {
+		return nil, reject(ReasonInvalid, "field \"kind\" must be %q or %q", KindSnapshot, KindDelete)
+	}
+	var err *RejectError
+	if ev.EventID, err = requiredString(w.EventID, "event_id", 1024); err != nil {
+		return nil, err
+	}
+	if ev.UserID, err = requiredString(w.UserID, "user_id", MaxKeyBytes); err != nil {
+		return nil, err
+	}
+	if ev.ConversationID, err = requiredString(w.ConversationID, "conversation_id", MaxKeyBytes); err != nil {
+		return nil, err
+	}
+	if ev.Kind == KindDelete {
+		if len(w.Messages) > 0 {
+			return nil, reject(ReasonInvalid, "a delete event carries no messages")
+		}
+		return ev, nil
+	}
+	if !isNull(w.Offset) {
+		if err := json.Unmarshal(w.Offset, &ev.Offset); err != nil || ev.Offset < 0 {
+			return nil, reject(ReasonInvalid, "field \"offset\" must be a non-negative integer")
+		}
+	}
+	ev.PrefixDigest = chainStart
+	if !isNull(w.PrefixDigest) {
+		var s string
+		if json.Unmarshal(w.PrefixDigest, &s) != nil {
+			return nil, reject(ReasonInvalid, "field \"prefix_digest\" must be a string of 64 lowercase hex characters")
+		}
+		d, perr := ParseDigest(s)
+		if perr != nil {
+			return nil, reject(ReasonInvalid, "field \"prefix_digest\" must be 64 lowercase hex characters")
+		}
+		if ev.Offset == 0 && d != chainStart {
+			return nil, reject(ReasonInvalid, "field \"prefix_digest\" must be null when offset is 0")
+		}
+		ev.PrefixDigest = d
+	} else if ev.Offset > 0 {
+		return nil, reject(ReasonInvalid, "field \"prefix_digest\" is required when offset > 0")
+	}
+	if w.Messages == nil {
+		return nil, reject(ReasonInvalid, "field \"messages\" must be a list")
+	}
+	if len(w.Messages) > limits.MaxMessages {
+		return nil, reject(ReasonTooLarge, "event has %d messages, more than the limit of %d", len(w.Messages), limits.MaxMessages)
+	}
+	msgs, derr := decodeRawMessages(w.Messages)
+	if derr != nil {
+		return nil, reject(ReasonInvalid, "%s", derr.Error())
+	}
+	ev.Messages = msgs
+	ev.Digests = make([]Digest, len(msgs))
+	for i := range msgs {
+		d, err := msgs[i].Digest()
+		if err != nil {
+			return nil, reject(ReasonInvalid, "%s", digestError(ev.Offset+i, err).Error())
+		}
+		ev.Digests[i] = d
+	}
+	return ev, nil
+}
+
+func requiredString(raw json.RawMessage, field string, maxBytes int) (string, *RejectError) {
+	if isNull(raw) {
+		return "", reject(ReasonInvalid, "field %q is required", field)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", reject(ReasonInvalid, "field %q must be a string", field)
+	}
+	switch {
+	case s == "":
+		return "", reject(ReasonInvalid, "field %q must not be empty", field)
+	case len(s) > maxBytes:
+		return "", reject(ReasonInvalid, "field %q is %d bytes, more than %d", field, len(s), maxBytes)
+	case strings.IndexByte(s, 0) >= 0:
+		return "", reject(ReasonInvalid, "field %q must not contain NUL", field)
+	}
+	return s, nil
+}
+
+// ValidateKey checks a user or conversation id as events and the API
+// require: non-empty UTF-8 of at most MaxKeyBytes bytes without NUL.
+func ValidateKey(field, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s must not be empty", field)
+	case len(s) > MaxKeyBytes:
+		return fmt.Errorf("%s is %d bytes, more than %d", field, len(s), MaxKeyBytes)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s must be UTF-8", field)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%s must not contain NUL", field)
+	}
+	return nil
+}

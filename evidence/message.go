@@ -1,0 +1,495 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Role is a message's normalised role.
+type Role string
+
+// The roles recall knows. The aliases "human" and "ai" normalise to RoleUser
+// and RoleAssistant.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+	RoleTool      Role = "tool"
+)
+
+// TypeChat is the channel type of conversation messages. Messages of any other
+// type (thinking, status, todos, …) never become evidence.
+const TypeChat = "chat"
+
+// Form names the wire form a message arrived in.
+type Form uint8
+
+const (
+	// FormFlat is recall's own flat form: {"id","role","content",…}.
+	FormFlat Form = iota
+	// FormStored is LangChain's stored form: {"type":"human","data":{…}}.
+	FormStored
+	// FormConstructor is LangChain's serialised constructor form:
+	// {"lc":1,"type":"constructor","id":[…,"HumanMessage"],"kwargs":{…}}.
+	FormConstructor
+)
+
+func (f Form) String() string {
+	switch f {
+	case FormStored:
+		return "langchain_stored"
+	case FormConstructor:
+		return "langchain_constructor"
+	default:
+		return "flat"
+	}
+}
+
+// ToolCall is a normalised tool call: OpenAI's
+// {"id","function":{"name","arguments"}} and LangChain's
+// {"id","name","args","type"} both map to it.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Message is one checkpoint message, normalised from any of the three forms.
+type Message struct {
+	// Role is the normalised role.
+	Role Role
+	// ID is the message id, "" when the message had none.
+	ID string
+	// Type is the channel type, TypeChat when absent.
+	Type string
+	// Content is the content as a JSON list of parts (a string s became
+	// [{"type":"text","text":s}]; "" and null became []).
+	Content json.RawMessage
+	// ToolCalls are the normalised entries of the message's tool_calls.
+	ToolCalls []ToolCall
+	// ToolCallID is the id of the call a tool message answers, "" if none.
+	ToolCallID string
+	// Artifact is the artifact as given, "null" when absent.
+	Artifact json.RawMessage
+	// Text is the message's text: the string content, or the text parts of a
+	// part list joined with a newline.
+	Text string
+	// HasToolCalls reports whether tool_calls, invalid_tool_calls or
+	// additional_kwargs.tool_calls is non-empty.
+	HasToolCalls bool
+	// Form is the wire form the message arrived in.
+	Form Form
+}
+
+// IsConversation reports whether the message is on the conversation channel.
+func (m *Message) IsConversation() bool { return m.Type == TypeChat }
+
+// Evidential reports whether the message's text may become evidence: user
+// text, and assistant text of messages without tool calls, on the
+// conversation channel.
+func (m *Message) Evidential() bool {
+	if !m.IsConversation() {
+		return false
+	}
+	switch m.Role {
+	case RoleUser:
+		return true
+	case RoleAssistant:
+		return !m.HasToolCalls
+	}
+	return false
+}
+
+// IsRequest reports whether the message counts as a user request for the
+// cursor rule of the contract (§4): a user message, whatever its channel.
+func (m *Message) IsRequest() bool { return m.Role == RoleUser }
+
+// DecodeError describes a message that cannot be decoded. It names the field
+// and the problem, never the message's text.
+type DecodeError struct {
+	// Index is the message's position in its event, -1 when unknown.
+	Index int
+	// Field is the offending field, "" for the message as a whole.
+	Field string
+	// Problem says what is wrong.
+	Problem string
+}
+
+func (e *DecodeError) Error() string {
+	var b strings.Builder
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "message %d", e.Index)
+	} else {
+		b.WriteString("message")
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": field %q", e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+var (
+	jsonNull      = json.RawMessage("null")
+	jsonEmptyList = json.RawMessage("[]")
+	jsonEmptyObj  = json.RawMessage("{}")
+)
+
+// DecodeMessage decodes one message in any of the three forms of the
+// contract (§2), recognised by its shape. Errors are *DecodeError with Index
+// -1.
+func DecodeMessage(data []byte) (Message, error) {
+	return decodeMessage(data, -1)
+}
+
+// DecodeMessages decodes a JSON list of messages.
+func DecodeMessages(data []byte) ([]Message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, &DecodeError{Index: -1, Problem: "messages must be a JSON list"}
+	}
+	return decodeRawMessages(raws)
+}
+
+func decodeRawMessages(raws []json.RawMessage) ([]Message, error) {
+	msgs := make([]Message, len(raws))
+	for i, raw := range raws {
+		m, err := decodeMessage(raw, i)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return msgs, nil
+}
+
+type rawObject map[string]json.RawMessage
+
+func decodeMessage(data []byte, index int) (Message, error) {
+	fail := func(field, problem string) (Message, error) {
+		return Message{}, &DecodeError{Index: index, Field: field, Problem: problem}
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return fail("", "must be a JSON object")
+	}
+	var obj rawObject
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return fail("", "must be a JSON object")
+	}
+	if _, ok := obj["role"]; ok {
+		return decodeFields(obj, FormFlat, index)
+	}
+	var kind string
+	if raw, ok := obj["type"]; ok {
+		if err := json.Unmarshal(raw, &kind); err != nil {
+			return fail("type", "must be a string")
+		}
+	}
+	if _, hasLC := obj["lc"]; hasLC && kind == "constructor" {
+		kwargs, ok := asObject(obj["kwargs"])
+		if !ok {
+			return fail("kwargs", "must be a JSON object")
+		}
+		var path []string
+		if err := json.Unmarshal(obj["id"], &path); err != nil || len(path) == 0 {
+			return fail("id", "must be a non-empty list of strings naming the message class")
+		}
+		role, ok := classRole(path[len(path)-1], kwargs)
+		if !ok {
+			return fail("id", "names an unsupported message class")
+		}
+		return decodeLangChain(kwargs, role, FormConstructor, index)
+	}
+	if dataObj, ok := asObject(obj["data"]); ok {
+		role, ok := storedRole(kind, dataObj)
+		if !ok {
+			return fail("type", "names an unsupported message type")
+		}
+		return decodeLangChain(dataObj, role, FormStored, index)
+	}
+	return fail("role", "is required (or use a LangChain stored or constructor form)")
+}
+
+func asObject(raw json.RawMessage) (rawObject, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var obj rawObject
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// normaliseRole maps a role name or alias to a Role.
+func normaliseRole(s string) (Role, bool) {
+	switch strings.ToLower(s) {
+	case "user", "human":
+		return RoleUser, true
+	case "assistant", "ai":
+		return RoleAssistant, true
+	case "system", "developer":
+		return RoleSystem, true
+	case "tool", "function":
+		return RoleTool, true
+	}
+	return "", false
+}
+
+// storedRole maps a LangChain stored type ("human", "ai", …) to a Role. A
+// generic "chat" message carries its role in data.role.
+func storedRole(kind string, data rawObject) (Role, bool) {
+	if kind == "chat" || kind == "generic" {
+		var r string
+		if err := json.Unmarshal(data["role"], &r); err != nil {
+			return "", false
+		}
+		return normaliseRole(r)
+	}
+	return normaliseRole(strings.TrimSuffix(kind, "Chunk"))
+}
+
+// classRole maps a LangChain class name (the last element of the
+// constructor's id) to a Role.
+func classRole(class string, kwargs rawObject) (Role, bool) {
+	class = strings.TrimSuffix(class, "Chunk")
+	switch class {
+	case "HumanMessage":
+		return RoleUser, true
+	case "AIMessage":
+		return RoleAssistant, true
+	case "SystemMessage":
+		return RoleSystem, true
+	case "ToolMessage", "FunctionMessage":
+		return RoleTool, true
+	case "ChatMessage":
+		var r string
+		if err := json.Unmarshal(kwargs["role"], &r); err != nil {
+			return "", false
+		}
+		return normaliseRole(r)
+	}
+	return "", false
+}
+
+func decodeLangChain(fields rawObject, role Role, form Form, index int) (Message, error) {
+	// In the LangChain forms "type" inside data is the LangChain type, not a
+	// channel type, and "role" belongs to ChatMessage: both are consumed here.
+	m, err := decodeCommon(fields, index)
+	if err != nil {
+		return Message{}, err
+	}
+	m.Role = role
+	m.Type = TypeChat
+	m.Form = form
+	return m, nil
+}
+
+func decodeFields(obj rawObject, form Form, index int) (Message, error) {
+	var roleName string
+	if err := json.Unmarshal(obj["role"], &roleName); err != nil {
+		return Message{}, &DecodeError{Index: index, Field: "role", Problem: "must be a string"}
+	}
+	role, ok := normaliseRole(roleName)
+	if !ok {
+		return Message{}, &DecodeError{Index: index, Field: "role", Problem: "must be one of user, assistant, system, tool (aliases human, ai)"}
+	}
+	m, err := decodeCommon(obj, index)
+	if err != nil {
+		return Message{}, err
+	}
+	m.Role = role
+	m.Form = form
+	m.Type = TypeChat
+	if raw, ok := obj["type"]; ok && !isNull(raw) {
+		var t string
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return Message{}, &DecodeError{Index: index, Field: "type", Problem: "must be a string"}
+		}
+		if t != "" {
+			m.Type = t
+		}
+	}
+	return m, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// optString decodes an optional string field: absent or null is "".
+func optString(obj rawObject, field string, index int) (string, error) {
+	raw, ok := obj[field]
+	if !ok || isNull(raw) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", &DecodeError{Index: index, Field: field, Problem: "must be a string"}
+	}
+	return s, nil
+}
+
+// decodeCommon decodes the fields the three forms share: id, content,
+// tool_calls, invalid_tool_calls, additional_kwargs.tool_calls,
+// tool_call_id and artifact.
+func decodeCommon(obj rawObject, index int) (Message, error) {
+	var m Message
+	var err error
+	if m.ID, err = optString(obj, "id", index); err != nil {
+		return Message{}, err
+	}
+	if m.ToolCallID, err = optString(obj, "tool_call_id", index); err != nil {
+		return Message{}, err
+	}
+	if _, err := optString(obj, "name", index); err != nil {
+		return Message{}, err
+	}
+	if m.Content, m.Text, err = decodeContent(obj["content"], index); err != nil {
+		return Message{}, err
+	}
+	if m.ToolCalls, err = decodeToolCalls(obj["tool_calls"], "tool_calls", index); err != nil {
+		return Message{}, err
+	}
+	m.HasToolCalls = len(m.ToolCalls) > 0
+	if !m.HasToolCalls {
+		m.HasToolCalls, err = nonEmptyList(obj["invalid_tool_calls"], "invalid_tool_calls", index)
+		if err != nil {
+			return Message{}, err
+		}
+	}
+	if !m.HasToolCalls {
+		if kw, ok := asObject(obj["additional_kwargs"]); ok {
+			m.HasToolCalls, err = nonEmptyList(kw["tool_calls"], "additional_kwargs.tool_calls", index)
+			if err != nil {
+				return Message{}, err
+			}
+		}
+	}
+	m.Artifact = jsonNull
+	if raw, ok := obj["artifact"]; ok {
+		m.Artifact = bytes.TrimSpace(raw)
+	}
+	return m, nil
+}
+
+// nonEmptyList reports whether raw is a non-empty JSON list; absent and null
+// are empty.
+func nonEmptyList(raw json.RawMessage, field string, index int) (bool, error) {
+	if isNull(raw) {
+		return false, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return false, &DecodeError{Index: index, Field: field, Problem: "must be a list"}
+	}
+	return len(items) > 0, nil
+}
+
+// decodeContent returns the content as a part list and its text.
+func decodeContent(raw json.RawMessage, index int) (json.RawMessage, string, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return jsonEmptyList, "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, "", &DecodeError{Index: index, Field: "content", Problem: "is not a valid JSON string"}
+		}
+		if s == "" {
+			return jsonEmptyList, "", nil
+		}
+		return textParts(s), s, nil
+	case '[':
+		var parts []json.RawMessage
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return nil, "", &DecodeError{Index: index, Field: "content", Problem: "must be a string or a list of parts"}
+		}
+		var texts []string
+		for _, p := range parts {
+			var part struct {
+				Type string          `json:"type"`
+				Text json.RawMessage `json:"text"`
+			}
+			if len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &part) != nil || part.Type != "text" {
+				continue
+			}
+			var t string
+			if json.Unmarshal(part.Text, &t) == nil {
+				texts = append(texts, t)
+			}
+		}
+		return raw, strings.Join(texts, "\n"), nil
+	}
+	return nil, "", &DecodeError{Index: index, Field: "content", Problem: "must be a string or a list of parts"}
+}
+
+// textParts builds the canonical part list [{"text":s,"type":"text"}].
+func textParts(s string) json.RawMessage {
+	b := make([]byte, 0, len(s)+32)
+	b = append(b, `[{"text":`...)
+	b = appendCanonicalString(b, s)
+	b = append(b, `,"type":"text"}]`...)
+	return b
+}
+
+func decodeToolCalls(raw json.RawMessage, field string, index int) ([]ToolCall, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, &DecodeError{Index: index, Field: field, Problem: "must be a list"}
+	}
+	calls := make([]ToolCall, 0, len(items))
+	for _, item := range items {
+		obj, ok := asObject(item)
+		if !ok {
+			return nil, &DecodeError{Index: index, Field: field, Problem: "entries must be JSON objects"}
+		}
+		var c ToolCall
+		var err error
+		if c.ID, err = optString(obj, "id", index); err != nil {
+			return nil, &DecodeError{Index: index, Field: field + ".id", Problem: "must be a string"}
+		}
+		if fn, ok := asObject(obj["function"]); ok {
+			if c.Name, err = optString(fn, "name", index); err != nil {
+				return nil, &DecodeError{Index: index, Field: field + ".function.name", Problem: "must be a string"}
+			}
+			c.Args = argumentsValue(fn["arguments"])
+		} else {
+			if c.Name, err = optString(obj, "name", index); err != nil {
+				return nil, &DecodeError{Index: index, Field: field + ".name", Problem: "must be a string"}
+			}
+			c.Args = argumentsValue(obj["args"])
+		}
+		calls = append(calls, c)
+	}
+	return calls, nil
+}
+
+// argumentsValue returns tool-call arguments as JSON: missing is {}, a string
+// holding JSON is parsed, anything else is kept as given.
+func argumentsValue(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return jsonEmptyObj
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			t := bytes.TrimSpace([]byte(s))
+			if len(t) > 0 && json.Valid(t) {
+				return t
+			}
+		}
+	}
+	return raw
+}

@@ -1,0 +1,198 @@
+package evidence
+
+import (
+	"cmp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Entry is one piece of evidence: an excerpt of one summarised message.
+type Entry struct {
+	Role      Role   `json:"role"`
+	MessageID string `json:"message_id"`
+	Index     int    `json:"index"`
+	Excerpt   string `json:"excerpt"`
+	Truncated bool   `json:"truncated"`
+}
+
+// Buckets holds the entries of the four buckets, oldest first.
+type Buckets struct {
+	Constraints   []Entry `json:"constraints"`
+	Decisions     []Entry `json:"decisions"`
+	OpenWork      []Entry `json:"open_work"`
+	RecentContext []Entry `json:"recent_context"`
+}
+
+// Get returns a pointer to bucket b's entries.
+func (bs *Buckets) Get(b Bucket) *[]Entry {
+	switch b {
+	case Constraints:
+		return &bs.Constraints
+	case Decisions:
+		return &bs.Decisions
+	case OpenWork:
+		return &bs.OpenWork
+	default:
+		return &bs.RecentContext
+	}
+}
+
+// Len returns the number of entries in all buckets.
+func (bs *Buckets) Len() int {
+	return len(bs.Constraints) + len(bs.Decisions) + len(bs.OpenWork) + len(bs.RecentContext)
+}
+
+// clone returns a deep copy whose slices are never nil, so that they encode
+// as [] rather than null.
+func (bs Buckets) clone() Buckets {
+	cp := func(e []Entry) []Entry { return append(make([]Entry, 0, len(e)+1), e...) }
+	return Buckets{cp(bs.Constraints), cp(bs.Decisions), cp(bs.OpenWork), cp(bs.RecentContext)}
+}
+
+// State is a conversation's evidence: the result of one left fold over the
+// summarised part [0, Cursor) of its history.
+type State struct {
+	// Version grows by one each time the state changes.
+	Version int64 `json:"version"`
+	// Cursor is how many leading messages are summarised.
+	Cursor int `json:"cursor"`
+	// MessageCount is the length of the longest history accepted.
+	MessageCount int `json:"message_count"`
+	// PrefixDigest is the chain digest of messages [0, Cursor).
+	PrefixDigest Digest `json:"prefix_digest"`
+	// OmittedEntries counts entries that left the buckets to keep them bounded.
+	OmittedEntries int `json:"omitted_entries"`
+	// Buckets holds the entries.
+	Buckets Buckets `json:"buckets"`
+}
+
+// NewState returns the state of a conversation with nothing summarised.
+func NewState() State {
+	return State{PrefixDigest: chainStart, Buckets: Buckets{}.clone()}
+}
+
+// Clone returns a deep copy of s.
+func (s State) Clone() State {
+	s.Buckets = s.Buckets.clone()
+	return s
+}
+
+// Config holds the bounds and heuristics of the fold. The zero value, and a
+// nil *Config, mean the contract's defaults.
+type Config struct {
+	// MaxEntriesPerBucket bounds each bucket; the oldest entry goes first.
+	// Defaults to 6.
+	MaxEntriesPerBucket int
+	// MaxTokens bounds the estimated tokens of the rendered evidence message.
+	// Defaults to 1800.
+	MaxTokens int
+	// MaxExcerptBytes bounds an excerpt's UTF-8 bytes. Defaults to 900.
+	MaxExcerptBytes int
+	// Classifier picks an entry's bucket. Defaults to one built from
+	// DefaultKeywords.
+	Classifier *Classifier
+}
+
+// Contract defaults.
+const (
+	DefaultMaxEntriesPerBucket = 6
+	DefaultMaxTokens           = 1800
+	DefaultMaxExcerptBytes     = 900
+)
+
+func (c *Config) withDefaults() Config {
+	var cfg Config
+	if c != nil {
+		cfg = *c
+	}
+	cfg.MaxEntriesPerBucket = cmp.Or(cfg.MaxEntriesPerBucket, DefaultMaxEntriesPerBucket)
+	cfg.MaxTokens = cmp.Or(cfg.MaxTokens, DefaultMaxTokens)
+	cfg.MaxExcerptBytes = cmp.Or(cfg.MaxExcerptBytes, DefaultMaxExcerptBytes)
+	if cfg.Classifier == nil {
+		cfg.Classifier = defaultClassifier
+	}
+	return cfg
+}
+
+// Excerpt trims text and cuts it to at most max UTF-8 bytes at a character
+// boundary. It reports whether it cut.
+func Excerpt(text string, max int) (string, bool) {
+	s := strings.TrimSpace(text)
+	if len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], true
+}
+
+// Summarise folds msgs, the history's messages at indexes s.Cursor,
+// s.Cursor+1, …, into the state in index order, advances Cursor past them
+// and sets PrefixDigest to prefix, which the caller has computed as the chain
+// digest of the history up to the new cursor. Version grows by one when the
+// cursor moves. Callers that hold a whole history use Fold, which validates
+// lineage first.
+func (s *State) Summarise(msgs []Message, prefix Digest, cfg *Config) {
+	if len(msgs) == 0 {
+		return
+	}
+	c := cfg.withDefaults()
+	if s.Buckets.Constraints == nil {
+		s.Buckets = s.Buckets.clone()
+	}
+	for i := range msgs {
+		s.add(&msgs[i], s.Cursor+i, &c)
+	}
+	s.Cursor += len(msgs)
+	s.PrefixDigest = prefix
+	s.MessageCount = max(s.MessageCount, s.Cursor)
+	s.Version++
+}
+
+// add adds the entry of one message, if it has one, and enforces the bounds.
+func (s *State) add(m *Message, index int, c *Config) {
+	if !m.Evidential() {
+		return
+	}
+	excerpt, truncated := Excerpt(m.Text, c.MaxExcerptBytes)
+	if excerpt == "" {
+		return
+	}
+	b := c.Classifier.Classify(m.Text)
+	list := s.Buckets.Get(b)
+	*list = append(*list, Entry{Role: m.Role, MessageID: m.ID, Index: index, Excerpt: excerpt, Truncated: truncated})
+	for len(*list) > c.MaxEntriesPerBucket {
+		*list = (*list)[1:]
+		s.OmittedEntries++
+	}
+	for s.Buckets.Len() > 0 && EstimateTokens(renderedLen(s.OmittedEntries, &s.Buckets)) > c.MaxTokens {
+		evictOldestOfLargest(&s.Buckets)
+		s.OmittedEntries++
+	}
+}
+
+// evictionOrder breaks ties between equally large buckets.
+var evictionOrder = [numBuckets]Bucket{RecentContext, OpenWork, Decisions, Constraints}
+
+// largest returns the bucket with the most entries, ties broken by
+// evictionOrder, or -1 when all are empty.
+func largest(bs *Buckets) Bucket {
+	best, n := Bucket(-1), 0
+	for _, b := range evictionOrder {
+		if l := len(*bs.Get(b)); l > n {
+			best, n = b, l
+		}
+	}
+	return best
+}
+
+// evictOldestOfLargest removes the oldest entry of the largest bucket.
+func evictOldestOfLargest(bs *Buckets) {
+	if b := largest(bs); b >= 0 {
+		list := bs.Get(b)
+		// Copy rather than reslice so that evicted excerpts can be freed.
+		*list = append((*list)[:0:0], (*list)[1:]...)
+	}
+}

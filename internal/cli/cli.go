@@ -1,0 +1,115 @@
+// Package cli implements the recall command's subcommands: each reads its
+// flags and environment, wires the adapters around the evidence core, and
+// runs until done or signalled.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Env is what a command may touch of its process.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment; tests replace it.
+	Getenv func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+// commands is filled by the init functions of the files beside this one.
+var commands = map[string]command{}
+
+func register(name, summary string, run func(ctx context.Context, env *Env, args []string) error) {
+	commands[name] = command{summary: summary, run: run}
+}
+
+// errUsage asks Main to exit 2 without printing more.
+var errUsage = errors.New("usage")
+
+// Main runs the subcommand named by args[0] and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "recall: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	// The first SIGINT or SIGTERM cancels ctx: commands drain and return.
+	// A second one exits at once (§8).
+	ctx, stop := signalContext(context.Background())
+	defer stop()
+	if err := cmd.run(ctx, env, args[1:]); err != nil {
+		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		fmt.Fprintf(stderr, "recall %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: recall <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "recall <command> -h" for a command's flags.`)
+}
+
+// signalContext returns a context cancelled by the first SIGINT or SIGTERM;
+// the second one exits the process with status 1 at once.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-ch:
+			fmt.Fprintln(os.Stderr, "recall: second signal, exiting at once")
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/lmittmann/tint"
+)
+
+// Defaults of the contract (§1).
+const (
+	defaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/recall?sslmode=disable"
+	defaultNATSURL         = "nats://127.0.0.1:4222"
+	defaultHTTPAddr        = "127.0.0.1:8080"
+	defaultSubject         = "recall.checkpoints"
+	defaultStream          = "RECALL_CHECKPOINTS"
+	defaultShutdownTimeout = 30 * time.Second
+)
+
+// config is the configuration every serving command shares. Each field is a
+// flag whose default comes from an environment variable.
+type config struct {
+	DatabaseURL     string
+	NATSURL         string
+	HTTPAddr        string
+	JWTSecret       string
+	Subject         string
+	Stream          string
+	ShutdownTimeout time.Duration
+	LogFormat       string
+	LogLevel        string
+	// Concurrency bounds the NATS messages handled at once and the River
+	// workers of the extraction queue.
+	Concurrency int
+	// MaxEventBytes bounds an event's size; larger ones are rejected as
+	// too_large.
+	MaxEventBytes int
+	// GapTimeout is how long an append event whose prefix recall does not
+	// hold yet is retried before it is rejected as gap.
+	GapTimeout time.Duration
+}
+
+// bind registers the shared flags on fs with defaults from the environment.
+func (c *config) bind(fs *flag.FlagSet, env *Env) {
+	str := func(p *string, name, envName, def, usage string) {
+		v := env.Getenv(envName)
+		if v == "" {
+			v = def
+		}
+		fs.StringVar(p, name, v, usage+" (env "+envName+")")
+	}
+	dur := func(p *time.Duration, name, envName string, def time.Duration, usage string) {
+		v := def
+		if s := env.Getenv(envName); s != "" {
+			if d, err := time.ParseDuration(s); err == nil {
+				v = d
+			} else {
+				fmt.Fprintf(env.Stderr, "recall: ignoring %s=%q: %v\n", envName, s, err)
+			}
+		}
+		fs.DurationVar(p, name, v, usage+" (env "+envName+")")
+	}
+	num := func(p *int, name, envName string, def int, usage string) {
+		v := def
+		if s := env.Getenv(envName); s != "" {
+			if n, err := strconv.Atoi(s); err == nil {
+				v = n
+			} else {
+				fmt.Fprintf(env.Stderr, "recall: ignoring %s=%q: %v\n", envName, s, err)
+			}
+		}
+		fs.IntVar(p, name, v, usage+" (env "+envName+")")
+	}
+	str(&c.DatabaseURL, "database-url", "DATABASE_URL", defaultDatabaseURL, "Postgres URL; the database is created if missing")
+	str(&c.NATSURL, "nats-url", "NATS_URL", defaultNATSURL, "NATS server URL")
+	str(&c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the read API listens on")
+	str(&c.JWTSecret, "jwt-secret", "RECALL_JWT_SECRET", "", "HS256 secret of the read API's bearer tokens")
+	str(&c.Subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
+	str(&c.Stream, "stream", "RECALL_STREAM", defaultStream, "JetStream stream of checkpoint events (created if missing)")
+	dur(&c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
+	str(&c.LogFormat, "log-format", "RECALL_LOG_FORMAT", "text", "log format: text or json")
+	str(&c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	num(&c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
+	num(&c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
+	dur(&c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", 10*time.Second, "how long an append event with a gap is retried before it is rejected")
+}
+
+// logger builds the process logger: tint for people (colour on a
+// terminal), JSON for machines.
+func (c *config) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("RECALL_LOG_LEVEL must be debug, info, warn or error")
+	}
+	switch c.LogFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
+	case "text", "":
+		noColor := true
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				noColor = false
+			}
+		}
+		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: noColor})), nil
+	}
+	return nil, fmt.Errorf("RECALL_LOG_FORMAT must be text or json, not %q", c.LogFormat)
+}
