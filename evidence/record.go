@@ -1,0 +1,106 @@
+package evidence
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Record is a conversation's evidence as stored: the state's scalars and the
+// body fragment that AppendBody rendered when the state last changed, so
+// that serving it needs no decoding. The zero Record (with its key set) is
+// an unknown or deleted conversation.
+type Record struct {
+	UserID         string
+	ConversationID string
+	Version        int64
+	Cursor         int
+	MessageCount   int
+	// PrefixDigest is the chain digest of [0, Cursor); ChainStart() when
+	// nothing is summarised.
+	PrefixDigest Digest
+	// UpdatedAt is when the state last changed; zero for unknown keys.
+	UpdatedAt time.Time
+	// Body is AppendBody(nil, &state, 0); nil for unknown or deleted keys.
+	Body []byte
+}
+
+// emptyBody is the body of a conversation with no evidence.
+var emptyBody = func() []byte {
+	s := NewState()
+	return AppendBody(nil, &s, 0)
+}()
+
+// AppendJSON appends the read API's response (§6) for r.
+func (r *Record) AppendJSON(b []byte, lagging bool) []byte {
+	return r.appendJSON(b, r.Body, lagging)
+}
+
+// AppendJSONWithin appends the response with the message rendered within
+// maxTokens estimated tokens (§6 max_tokens).
+func (r *Record) AppendJSONWithin(b []byte, maxTokens int, lagging bool) ([]byte, error) {
+	s, err := r.State()
+	if err != nil {
+		return b, err
+	}
+	return r.appendJSON(b, AppendBody(nil, &s, maxTokens), lagging), nil
+}
+
+func (r *Record) appendJSON(b, body []byte, lagging bool) []byte {
+	if body == nil {
+		body = emptyBody
+	}
+	prefix := r.PrefixDigest
+	if r.Cursor == 0 {
+		prefix = chainStart
+	}
+	b = append(b, `{"user_id":`...)
+	b = appendSafeString(b, r.UserID)
+	b = append(b, `,"conversation_id":`...)
+	b = appendSafeString(b, r.ConversationID)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, r.Version, 10)
+	b = append(b, `,"cursor":`...)
+	b = strconv.AppendInt(b, int64(r.Cursor), 10)
+	b = append(b, `,"message_count":`...)
+	b = strconv.AppendInt(b, int64(r.MessageCount), 10)
+	b = append(b, `,"prefix_digest":"`...)
+	b = append(b, prefix.String()...)
+	b = append(b, `",`...)
+	b = append(b, body...)
+	b = append(b, `,"updated_at":`...)
+	if r.UpdatedAt.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = r.UpdatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = append(b, `,"lagging":`...)
+	b = strconv.AppendBool(b, lagging)
+	return append(b, '}')
+}
+
+// State decodes the record back into a State.
+func (r *Record) State() (State, error) {
+	s := NewState()
+	s.Version, s.Cursor, s.MessageCount, s.PrefixDigest = r.Version, r.Cursor, r.MessageCount, r.PrefixDigest
+	if r.Cursor == 0 {
+		s.PrefixDigest = chainStart
+	}
+	if r.Body == nil {
+		return s, nil
+	}
+	var body struct {
+		OmittedEntries int     `json:"omitted_entries"`
+		Buckets        Buckets `json:"buckets"`
+	}
+	raw := make([]byte, 0, len(r.Body)+2)
+	raw = append(append(append(raw, '{'), r.Body...), '}')
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return s, err
+	}
+	s.OmittedEntries = body.OmittedEntries
+	s.Buckets = body.Buckets.clone()
+	return s, nil
+}

@@ -1,0 +1,78 @@
+// Package metrics defines recall's Prometheus collectors in one place, so
+// that every adapter counts the same way and no label ever carries message
+// text or conversation ids.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds every collector recall exports. Labels are bounded sets:
+// routes, status codes, outcomes and rejection reasons.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Events counts checkpoint events by outcome (accepted, duplicate,
+	// stale, deleted, rejected, retried) and reason (a rejection reason, or
+	// "" for the other outcomes).
+	Events *prometheus.CounterVec
+	// IngestSeconds is the time from receiving an event to acknowledging it.
+	IngestSeconds prometheus.Histogram
+	// Extractions counts extraction jobs by outcome (applied, nothing, deleted, error).
+	Extractions *prometheus.CounterVec
+	// ExtractionSeconds is the duration of extraction jobs.
+	ExtractionSeconds prometheus.Histogram
+	// SummarisedMessages counts messages folded into evidence.
+	SummarisedMessages prometheus.Counter
+	// StateLagSeconds is the time from an event's publication to the state
+	// that includes it being committed.
+	StateLagSeconds prometheus.Histogram
+	// HTTPRequests counts read API requests by route and status code.
+	HTTPRequests *prometheus.CounterVec
+	// HTTPSeconds is the read API's latency by route.
+	HTTPSeconds *prometheus.HistogramVec
+	// Waiters is the number of long-poll requests waiting for a cursor.
+	Waiters prometheus.Gauge
+}
+
+// New builds the collectors on a fresh registry with the Go and process
+// collectors.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	m := &Metrics{
+		Registry: reg,
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_events_total", Help: "Checkpoint events by outcome and rejection reason.",
+		}, []string{"outcome", "reason"}),
+		IngestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "recall_ingest_duration_seconds", Help: "Time from receiving an event to acknowledging it.", Buckets: latency,
+		}),
+		Extractions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_extractions_total", Help: "Extraction jobs by outcome.",
+		}, []string{"outcome"}),
+		ExtractionSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "recall_extraction_duration_seconds", Help: "Duration of extraction jobs.", Buckets: latency,
+		}),
+		SummarisedMessages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "recall_summarised_messages_total", Help: "Messages folded into evidence.",
+		}),
+		StateLagSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "recall_state_lag_seconds", Help: "Time from an event's publication to the committed state that includes it.", Buckets: latency,
+		}),
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_http_requests_total", Help: "Read API requests by route and status code.",
+		}, []string{"route", "code"}),
+		HTTPSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "recall_http_request_duration_seconds", Help: "Read API latency by route.", Buckets: latency,
+		}, []string{"route"}),
+		Waiters: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "recall_http_waiters", Help: "Long-poll requests waiting for a cursor.",
+		}),
+	}
+	reg.MustRegister(m.Events, m.IngestSeconds, m.Extractions, m.ExtractionSeconds, m.SummarisedMessages,
+		m.StateLagSeconds, m.HTTPRequests, m.HTTPSeconds, m.Waiters)
+	return m
+}
