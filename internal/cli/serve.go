@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/riverqueue/river"
+
+	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/worker"
+)
+
+func init() {
+	register("migrate", "apply recall's and River's migrations (idempotent)", runMigrate)
+	register("worker", "consume checkpoint events from NATS and run extraction jobs", func(ctx context.Context, env *Env, args []string) error {
+		return runServe(ctx, env, "worker", args, roles{worker: true})
+	})
+	register("api", "serve the read API", func(ctx context.Context, env *Env, args []string) error {
+		return runServe(ctx, env, "api", args, roles{api: true})
+	})
+	register("run", "worker and read API in one process (the usual deployment)", func(ctx context.Context, env *Env, args []string) error {
+		return runServe(ctx, env, "run", args, roles{worker: true, api: true})
+	})
+}
+
+func runMigrate(ctx context.Context, env *Env, args []string) error {
+	var cfg config
+	fs := flag.NewFlagSet("recall migrate", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	cfg.bind(fs, env)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := cfg.logger(env.Stderr)
+	if err != nil {
+		return err
+	}
+	if err := store.Migrate(ctx, cfg.DatabaseURL, logger); err != nil {
+		return err
+	}
+	logger.InfoContext(ctx, "migrations applied", slog.String("database", store.RedactURL(cfg.DatabaseURL)))
+	return nil
+}
+
+// roles says which parts a process runs.
+type roles struct{ worker, api bool }
+
+func runServe(ctx context.Context, env *Env, name string, args []string, r roles) error {
+	var cfg config
+	fs := flag.NewFlagSet("recall "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	cfg.bind(fs, env)
+	noMigrate := fs.Bool("no-migrate", env.Getenv("RECALL_NO_MIGRATE") != "", "do not apply migrations at start (env RECALL_NO_MIGRATE)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := cfg.logger(env.Stderr)
+	if err != nil {
+		return err
+	}
+	if r.api && cfg.JWTSecret == "" {
+		return errors.New("RECALL_JWT_SECRET is not set: the read API needs the HS256 secret its bearer tokens are signed with " +
+			"(export RECALL_JWT_SECRET=$(openssl rand -hex 32), or pass -jwt-secret; `recall dev` makes one for you)")
+	}
+	app, err := start(ctx, &cfg, r, !*noMigrate, logger, nil)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return app.stop(logger)
+}
+
+// app is a running recall process: the parts it started, in start order.
+type app struct {
+	cfg      *config
+	logger   *slog.Logger
+	pool     *pgxpool.Pool
+	nc       *nats.Conn
+	store    *store.Store
+	river    *river.Client[pgx.Tx]
+	worker   *worker.Worker
+	listener *store.Listener
+	handler  *api.Handler
+	server   *http.Server
+	serveErr chan error
+	// Addr is where the API listens, when it runs.
+	Addr string
+}
+
+// start connects to Postgres and NATS, migrates when asked, and starts the
+// parts of r. On error it stops what it started.
+func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog.Logger, m *metrics.Metrics) (a *app, err error) {
+	a = &app{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			_ = a.stop(logger)
+		}
+	}()
+	if m == nil {
+		m = metrics.New()
+	}
+	if migrate {
+		if err := store.Migrate(ctx, cfg.DatabaseURL, logger); err != nil {
+			return nil, err
+		}
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	pcfg.MaxConns = max(pcfg.MaxConns, int32(2*cfg.Concurrency+8))
+	if pcfg.ConnConfig.RuntimeParams == nil {
+		pcfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "recall"
+	a.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = a.pool.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres at %s: %w", store.RedactURL(cfg.DatabaseURL), err)
+	}
+	a.nc, err = nats.Connect(cfg.NATSURL,
+		nats.Name("recall"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500*time.Millisecond),
+		nats.RetryOnFailedConnect(r.api && !r.worker), // the API alone starts without NATS and reports not ready
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				logger.Warn("NATS disconnected", slog.String("error", err.Error()))
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { logger.Info("NATS reconnected") }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", cfg.NATSURL, err)
+	}
+	// The store enqueues with the River client, and the client's worker
+	// extracts with the store: the enqueuer binds to the client once built.
+	var rc *river.Client[pgx.Tx]
+	enqueue := func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
+		return jobs.Enqueuer(rc)(ctx, tx, userID, conversationID)
+	}
+	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue})
+	if err != nil {
+		return nil, err
+	}
+	if r.worker {
+		rc, err = jobs.NewClient(a.pool, a.store, &jobs.Config{Workers: cfg.Concurrency, Metrics: m, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		a.river = rc
+		if err := a.river.Start(ctx); err != nil {
+			return nil, fmt.Errorf("start River: %w", err)
+		}
+		a.worker, err = worker.New(a.nc, a.store, &worker.Config{
+			Stream: cfg.Stream, Subject: cfg.Subject, Concurrency: cfg.Concurrency,
+			Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout,
+			Metrics: m, Logger: logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := a.worker.Start(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.api {
+		a.listener, err = store.NewListener(cfg.DatabaseURL, logger)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.listener.Start(ctx); err != nil {
+			return nil, err
+		}
+		a.handler, err = api.New(a.store, &api.Config{
+			JWTSecret: []byte(cfg.JWTSecret),
+			Notifier:  a.listener,
+			Ready:     a.ready,
+			Metrics:   m,
+			Logger:    logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s (RECALL_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+		}
+		a.Addr = ln.Addr().String()
+		a.server = api.NewServer(cfg.HTTPAddr, a.handler)
+		go func() {
+			if err := a.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.serveErr <- err
+			}
+		}()
+		logger.InfoContext(ctx, "read API listening", slog.String("addr", a.Addr))
+	}
+	return a, nil
+}
+
+// ready reports whether Postgres and NATS are reachable.
+func (a *app) ready(ctx context.Context) error {
+	if err := a.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if !a.nc.IsConnected() {
+		return errors.New("nats: not connected")
+	}
+	return nil
+}
+
+// stop drains the process (§8): the API reports not ready and answers its
+// waiters, the worker stops taking NATS messages and finishes (and
+// acknowledges) those in flight, running jobs get until the shutdown
+// timeout and are then cancelled (River retries them later), and the HTTP
+// server closes gracefully.
+func (a *app) stop(logger *slog.Logger) error {
+	timeout := a.cfg.ShutdownTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	logger.Info("draining", slog.Duration("timeout", timeout))
+	if a.handler != nil {
+		a.handler.SetDraining()
+	}
+	var wg sync.WaitGroup
+	if a.server != nil {
+		wg.Go(func() {
+			if err := a.server.Shutdown(ctx); err != nil {
+				logger.Warn("HTTP server shutdown", slog.String("error", err.Error()))
+				_ = a.server.Close()
+			}
+		})
+	}
+	if a.worker != nil {
+		wg.Go(func() {
+			if err := a.worker.Stop(ctx); err != nil {
+				logger.Warn("worker drain", slog.String("error", err.Error()))
+			}
+		})
+	}
+	if a.river != nil {
+		wg.Go(func() {
+			if err := a.river.Stop(ctx); err != nil {
+				logger.Warn("jobs did not finish in time; cancelling them (River retries them later)", slog.String("error", err.Error()))
+				hard, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = a.river.StopAndCancel(hard)
+			}
+		})
+	}
+	wg.Wait()
+	if a.listener != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = a.listener.Stop(stopCtx)
+		cancel()
+	}
+	if a.nc != nil {
+		_ = a.nc.Drain()
+		a.nc.Close()
+	}
+	if a.pool != nil {
+		a.pool.Close()
+	}
+	logger.Info("stopped")
+	return nil
+}

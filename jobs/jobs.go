@@ -1,0 +1,154 @@
+// Package jobs is recall's River adapter: the extraction job that folds a
+// conversation's held messages into its evidence, completed in the same
+// transaction that writes the state, and the River client that runs it.
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/store"
+)
+
+// Queue is the River queue extraction jobs run on.
+const Queue = "recall_extract"
+
+// ExtractArgs names the conversation to extract. It carries the key only:
+// the job reads the newest history recall holds, so one job serves every
+// event committed before it takes the conversation's lock.
+type ExtractArgs struct {
+	UserID         string `json:"user_id"`
+	ConversationID string `json:"conversation_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ExtractArgs) Kind() string { return "recall_extract" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (ExtractArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 25}
+}
+
+// ExtractWorker runs extraction jobs.
+type ExtractWorker struct {
+	river.WorkerDefaults[ExtractArgs]
+	store   *store.Store
+	metrics *metrics.Metrics
+	logger  *slog.Logger
+}
+
+// Work folds the conversation's held messages into its evidence and
+// completes the job in the same transaction.
+func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
+	start := time.Now()
+	res, err := w.store.Extract(ctx, job.Args.UserID, job.Args.ConversationID, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if w.metrics != nil {
+		w.metrics.ExtractionSeconds.Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
+		if w.metrics != nil {
+			w.metrics.Extractions.WithLabelValues("error").Inc()
+		}
+		w.logger.WarnContext(ctx, "extraction failed; River retries it", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt), slog.String("error", err.Error()))
+		return err
+	}
+	if w.metrics != nil {
+		w.metrics.Extractions.WithLabelValues(res.Outcome.String()).Inc()
+		if res.Outcome == store.Extracted {
+			w.metrics.SummarisedMessages.Add(float64(res.Summarised))
+			if !res.PublishedAt.IsZero() {
+				w.metrics.StateLagSeconds.Observe(time.Since(res.PublishedAt).Seconds())
+			}
+		}
+	}
+	return nil
+}
+
+// Config configures the River client.
+type Config struct {
+	// Workers bounds the extraction jobs run at once. Defaults to 16.
+	Workers int
+	// JobTimeout bounds one extraction. Defaults to 30s.
+	JobTimeout time.Duration
+	// RescueStuckJobsAfter is how long a job may stay running (for instance
+	// with a worker that was killed) before River retries it. Defaults to
+	// 45s.
+	RescueStuckJobsAfter time.Duration
+	// InsertOnly builds a client that inserts jobs but works none (for
+	// processes that only ingest). Defaults to false.
+	InsertOnly bool
+	Metrics    *metrics.Metrics
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// NewClient builds the River client that works extraction jobs for st.
+func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[pgx.Tx], error) {
+	if pool == nil || st == nil {
+		return nil, errors.New("jobs: a pool and a store are required")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Workers = cmp.Or(c.Workers, 16)
+	c.JobTimeout = cmp.Or(c.JobTimeout, 30*time.Second)
+	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, 45*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	rc := &river.Config{
+		Logger:               c.Logger,
+		JobTimeout:           c.JobTimeout,
+		RescueStuckJobsAfter: c.RescueStuckJobsAfter,
+		// Extraction is idempotent, so retries may come soon.
+		RetryPolicy: &retryPolicy{},
+	}
+	if !c.InsertOnly {
+		workers := river.NewWorkers()
+		if err := river.AddWorkerSafely(workers, &ExtractWorker{store: st, metrics: c.Metrics, logger: c.Logger}); err != nil {
+			return nil, fmt.Errorf("jobs: %w", err)
+		}
+		rc.Workers = workers
+		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: c.Workers}}
+		rc.FetchCooldown = 20 * time.Millisecond
+		rc.FetchPollInterval = 500 * time.Millisecond
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: River client: %w", err)
+	}
+	return client, nil
+}
+
+// Enqueuer returns the store.Enqueuer that inserts extraction jobs with
+// client, inside the ingest transaction.
+func Enqueuer(client *river.Client[pgx.Tx]) store.Enqueuer {
+	return func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
+		_, err := client.InsertTx(ctx, tx, ExtractArgs{UserID: userID, ConversationID: conversationID}, nil)
+		return err
+	}
+}
+
+// retryPolicy retries quickly at first (a Postgres blip), then backs off to
+// at most a minute.
+type retryPolicy struct{}
+
+func (*retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	d := time.Duration(1<<min(job.Attempt, 6)) * time.Second
+	return time.Now().Add(min(d, time.Minute))
+}

@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recallhq/recall/evidence"
+)
+
+// NotifyChannel is the Postgres channel on which every state change is
+// announced, with NotifyPayload as payload.
+const NotifyChannel = "recall_state"
+
+// Notification is the payload of a state change announcement. It carries
+// the key and the new cursor, never message text.
+type Notification struct {
+	UserID         string `json:"user_id"`
+	ConversationID string `json:"conversation_id"`
+	Cursor         int    `json:"cursor"`
+}
+
+// NotifyPayload encodes a Notification.
+func NotifyPayload(userID, conversationID string, cursor int) string {
+	b, _ := json.Marshal(Notification{UserID: userID, ConversationID: conversationID, Cursor: cursor})
+	return string(b)
+}
+
+// ExtractOutcome says what an extraction did.
+type ExtractOutcome int
+
+const (
+	// Extracted: messages were summarised and the state committed.
+	Extracted ExtractOutcome = iota
+	// NothingToExtract: no user request after the cursor.
+	NothingToExtract
+	// Gone: the conversation is unknown or deleted.
+	Gone
+)
+
+func (o ExtractOutcome) String() string {
+	switch o {
+	case Extracted:
+		return "applied"
+	case NothingToExtract:
+		return "nothing"
+	case Gone:
+		return "deleted"
+	}
+	return "unknown"
+}
+
+// ExtractResult is the outcome of Extract.
+type ExtractResult struct {
+	Outcome ExtractOutcome
+	// Summarised is how many messages were folded.
+	Summarised int
+	// Cursor is the cursor after the extraction.
+	Cursor int
+	// PublishedAt is the publication time of the newest event the state now
+	// includes (zero when unknown), for the lag metric.
+	PublishedAt time.Time
+}
+
+// Extract folds the held messages of a conversation up to its newest user
+// request into its evidence, under the conversation's lock, and calls
+// complete in the same transaction before committing, so that the job that
+// runs it completes together with the state it writes.
+func (s *Store) Extract(ctx context.Context, userID, conversationID string, complete func(ctx context.Context, tx pgx.Tx) error) (ExtractResult, error) {
+	var res ExtractResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = s.extract(ctx, tx, userID, conversationID)
+		if err != nil {
+			return err
+		}
+		if complete != nil {
+			return complete(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return ExtractResult{}, err
+	}
+	return res, nil
+}
+
+func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID string) (ExtractResult, error) {
+	var row convRow
+	var prefix []byte
+	var published *time.Time
+	err := tx.QueryRow(ctx, `
+SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at
+FROM recall_conversation
+WHERE user_id = $1 AND conversation_id = $2
+FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published)
+	if err == pgx.ErrNoRows || (err == nil && row.deleted) {
+		return ExtractResult{Outcome: Gone}, nil
+	}
+	if err != nil {
+		return ExtractResult{}, fmt.Errorf("lock conversation: %w", err)
+	}
+	copy(row.prefix[:], prefix)
+	res := ExtractResult{Outcome: NothingToExtract, Cursor: row.cursor}
+	if published != nil {
+		res.PublishedAt = *published
+	}
+
+	msgs, chains, err := loadPending(ctx, tx, userID, conversationID, row.cursor)
+	if err != nil {
+		return ExtractResult{}, err
+	}
+	k := evidence.NewestRequest(msgs) // relative to the cursor
+	if k <= 0 {
+		_, err := tx.Exec(ctx, `UPDATE recall_conversation SET extract_requested_at = NULL
+WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL`, userID, conversationID)
+		if err != nil {
+			return ExtractResult{}, fmt.Errorf("update conversation: %w", err)
+		}
+		return res, nil
+	}
+	rec := row.record(userID, conversationID)
+	state, err := rec.State()
+	if err != nil {
+		return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
+	}
+	state.Summarise(msgs[:k], chains[k-1], s.cfg.Fold)
+	body := evidence.AppendBody(nil, &state, 0)
+
+	b := &pgx.Batch{}
+	b.Queue(`
+UPDATE recall_conversation
+SET version = $3, "cursor" = $4, prefix_digest = $5, body = $6, updated_at = now(), extract_requested_at = NULL
+WHERE user_id = $1 AND conversation_id = $2`,
+		userID, conversationID, state.Version, state.Cursor, state.PrefixDigest[:], body)
+	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx < $3`,
+		userID, conversationID, state.Cursor)
+	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, state.Cursor))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return ExtractResult{}, fmt.Errorf("write evidence: %w", err)
+	}
+	res.Outcome, res.Summarised, res.Cursor = Extracted, k, state.Cursor
+	return res, nil
+}
+
+// loadPending returns the held messages from the cursor on, rebuilt as far
+// as the fold needs them, with their chain digests.
+func loadPending(ctx context.Context, tx pgx.Tx, userID, conversationID string, cursor int) ([]evidence.Message, []evidence.Digest, error) {
+	rows, err := tx.Query(ctx, `
+SELECT idx, chain, role, evidential, message_id, text FROM recall_message
+WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3
+ORDER BY idx`, userID, conversationID, cursor)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load held messages: %w", err)
+	}
+	defer rows.Close()
+	var msgs []evidence.Message
+	var chains []evidence.Digest
+	for rows.Next() {
+		var idx int
+		var chain, id, text []byte
+		var role string
+		var evidential bool
+		if err := rows.Scan(&idx, &chain, &role, &evidential, &id, &text); err != nil {
+			return nil, nil, fmt.Errorf("load held messages: %w", err)
+		}
+		if idx != cursor+len(msgs) {
+			return nil, nil, fmt.Errorf("held messages of a conversation are not contiguous at %d", idx)
+		}
+		msgs = append(msgs, heldMessage(evidence.Role(role), evidential, string(id), string(text)))
+		chains = append(chains, evidence.Digest(chain))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("load held messages: %w", err)
+	}
+	return msgs, chains, nil
+}
+
+// heldMessage rebuilds a held message for the fold: its role, id and, when
+// it may become evidence, its text.
+func heldMessage(role evidence.Role, evidential bool, id, text string) evidence.Message {
+	m := evidence.Message{Role: role, ID: id, Type: evidence.TypeChat, Text: text}
+	if !evidential {
+		// Not evidence: off the conversation channel, whatever it was.
+		m.Type = "held"
+		m.Text = ""
+	}
+	return m
+}

@@ -1,0 +1,287 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recallhq/recall/evidence"
+)
+
+// Outcome says what ingesting an event did.
+type Outcome int
+
+const (
+	// Accepted: the event extended (or, being longer, replaced the unsummarised
+	// tail of) the history recall holds.
+	Accepted Outcome = iota
+	// Duplicate: recall already holds everything the event carries.
+	Duplicate
+	// Stale: the event's history is shorter than the cursor, or it conflicts
+	// with a longer unsummarised tail recall already holds.
+	Stale
+	// Deleted: a delete event deleted the conversation (or it was already).
+	Deleted
+	// Gap: an append event starts after the end of the history recall holds;
+	// nothing was written. The caller retries it for a while, then rejects
+	// it with ReasonGap.
+	Gap
+	// Rejected: the event was recorded as rejected (Result.Reason).
+	Rejected
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Accepted:
+		return "accepted"
+	case Duplicate:
+		return "duplicate"
+	case Stale:
+		return "stale"
+	case Deleted:
+		return "deleted"
+	case Gap:
+		return "gap"
+	case Rejected:
+		return "rejected"
+	}
+	return "unknown"
+}
+
+// Result is the outcome of Ingest.
+type Result struct {
+	Outcome Outcome
+	// Reason and Detail are set when Outcome is Rejected.
+	Reason evidence.Reason
+	Detail string
+	// Enqueued reports whether an extraction job was inserted.
+	Enqueued bool
+}
+
+// Meta describes where an event came from.
+type Meta struct {
+	Stream      string
+	StreamSeq   uint64
+	PublishedAt time.Time
+	// Payload is the event as received, kept with a rejection for replay.
+	Payload []byte
+}
+
+// Ingest records what an event adds to the history recall holds and, when
+// there is something to summarise, enqueues the conversation's extraction,
+// all in one transaction under the conversation's lock. Events that cannot
+// be applied (prefix_mismatch, deleted) are recorded as rejections in the
+// same transaction. An error means nothing was recorded: the caller retries.
+func (s *Store) Ingest(ctx context.Context, ev *evidence.Event, meta Meta) (Result, error) {
+	if s.cfg.Enqueue == nil && ev.Kind != evidence.KindDelete {
+		return Result{}, errors.New("store: Config.Enqueue is required for ingest")
+	}
+	var res Result
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = s.ingest(ctx, tx, ev, meta)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta Meta) (Result, error) {
+	row, err := lockConversation(ctx, tx, ev.UserID, ev.ConversationID)
+	if err != nil {
+		return Result{}, err
+	}
+	reject := func(reason evidence.Reason, detail string) (Result, error) {
+		err := insertRejection(ctx, tx, Rejection{Reason: reason, Detail: detail, EventID: ev.EventID,
+			UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamSeq: meta.StreamSeq, Payload: meta.Payload})
+		return Result{Outcome: Rejected, Reason: reason, Detail: detail}, err
+	}
+	if ev.Kind == evidence.KindDelete {
+		if row.deleted {
+			return Result{Outcome: Deleted}, nil
+		}
+		return Result{Outcome: Deleted}, deleteLocked(ctx, tx, ev.UserID, ev.ConversationID)
+	}
+	if row.deleted {
+		return reject(evidence.ReasonDeleted, "the conversation was deleted")
+	}
+
+	cursor, held := row.cursor, row.count
+	off, n := ev.Offset, ev.End()
+	if n < cursor {
+		return Result{Outcome: Stale}, nil
+	}
+	if off > held {
+		return Result{Outcome: Gap}, nil
+	}
+	// The event's history must agree with the summarised prefix [0, cursor).
+	if off <= cursor {
+		c := ev.PrefixDigest
+		for i := 0; i < cursor-off; i++ {
+			c = c.Next(ev.Digests[i])
+		}
+		if c != row.prefix {
+			return reject(evidence.ReasonPrefixMismatch, fmt.Sprintf("the chain digest of messages [0, %d) differs from the summarised history", cursor))
+		}
+	}
+	// Load the held, unsummarised messages the event overlaps, and the one
+	// before its offset whose chain digest the event's prefix_digest claims.
+	lo, hi := cursor, min(n, held)
+	if off > cursor {
+		lo = off - 1
+	}
+	heldDigests, heldChains, err := loadChains(ctx, tx, ev.UserID, ev.ConversationID, lo, hi)
+	if err != nil {
+		return Result{}, err
+	}
+	chainAt := func(i int) evidence.Digest { // chain digest of [0, i), cursor <= i <= hi
+		switch {
+		case i == cursor:
+			return row.prefix
+		case i == off:
+			return ev.PrefixDigest
+		default:
+			return heldChains[i-1-lo]
+		}
+	}
+	if off > cursor && chainAt(off) != heldChains[off-1-lo] {
+		return reject(evidence.ReasonPrefixMismatch, fmt.Sprintf("prefix_digest does not match the history recall holds at offset %d", off))
+	}
+	start := max(cursor, off)
+	d := hi // first index where the event differs from what recall holds
+	for i := start; i < hi; i++ {
+		if ev.Digests[i-off] != heldDigests[i-lo] {
+			d = i
+			break
+		}
+	}
+	if n <= held {
+		if d == hi {
+			return Result{Outcome: Duplicate}, nil
+		}
+		// A different tail that is not longer than the one held: the longer
+		// history wins, and on a tie the first one accepted stays.
+		return Result{Outcome: Stale}, nil
+	}
+
+	// Write messages [d, n): an extension (d == held) or, when the event
+	// diverges from the unsummarised tail, a replacement of it.
+	if d < held {
+		if _, err := tx.Exec(ctx, `DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3`,
+			ev.UserID, ev.ConversationID, d); err != nil {
+			return Result{}, fmt.Errorf("replace messages: %w", err)
+		}
+	}
+	needsExtraction, err := insertMessages(ctx, tx, ev, d, chainAt(d), cursor)
+	if err != nil {
+		return Result{}, err
+	}
+	enqueue := needsExtraction && (row.requestedAt == nil || time.Since(*row.requestedAt) > s.cfg.CoalesceWindow)
+	if _, err := tx.Exec(ctx, `
+UPDATE recall_conversation
+SET message_count = $3, updated_at = now(),
+    published_at = greatest(published_at, $4),
+    extract_requested_at = CASE WHEN $5 THEN now() ELSE extract_requested_at END
+WHERE user_id = $1 AND conversation_id = $2`,
+		ev.UserID, ev.ConversationID, n, nullTime(meta.PublishedAt), enqueue); err != nil {
+		return Result{}, fmt.Errorf("update conversation: %w", err)
+	}
+	if enqueue {
+		if err := s.cfg.Enqueue(ctx, tx, ev.UserID, ev.ConversationID); err != nil {
+			return Result{}, fmt.Errorf("enqueue extraction: %w", err)
+		}
+	}
+	return Result{Outcome: Accepted, Enqueued: enqueue}, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// loadChains returns the digests and chain digests of held messages [lo, hi).
+func loadChains(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi int) ([]evidence.Digest, []evidence.Digest, error) {
+	if lo >= hi {
+		return nil, nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+SELECT idx, digest, chain FROM recall_message
+WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4
+ORDER BY idx`, userID, conversationID, lo, hi)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load held messages: %w", err)
+	}
+	defer rows.Close()
+	digests := make([]evidence.Digest, 0, hi-lo)
+	chains := make([]evidence.Digest, 0, hi-lo)
+	for rows.Next() {
+		var idx int
+		var d, c []byte
+		if err := rows.Scan(&idx, &d, &c); err != nil {
+			return nil, nil, fmt.Errorf("load held messages: %w", err)
+		}
+		if idx != lo+len(digests) {
+			return nil, nil, fmt.Errorf("held messages of a conversation are not contiguous at %d", idx)
+		}
+		digests = append(digests, evidence.Digest(d))
+		chains = append(chains, evidence.Digest(c))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("load held messages: %w", err)
+	}
+	if len(digests) != hi-lo {
+		return nil, nil, fmt.Errorf("held messages of a conversation are missing: have %d of [%d, %d)", len(digests), lo, hi)
+	}
+	return digests, chains, nil
+}
+
+// insertMessages stores the event's messages from index from on, chained
+// from c (the chain digest of [0, from)). It reports whether any of them is
+// a user request after the cursor, i.e. whether extraction has work.
+func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int, c evidence.Digest, cursor int) (bool, error) {
+	count := ev.End() - from
+	idx := make([]int32, count)
+	digests := make([][]byte, count)
+	chains := make([][]byte, count)
+	roles := make([]string, count)
+	evidential := make([]bool, count)
+	ids := make([][]byte, count)
+	texts := make([][]byte, count)
+	request := false
+	for j := range count {
+		i := from + j
+		m := &ev.Messages[i-ev.Offset]
+		d := ev.Digests[i-ev.Offset]
+		c = c.Next(d)
+		idx[j] = int32(i)
+		digests[j] = d[:]
+		cc := c
+		chains[j] = cc[:]
+		roles[j] = string(m.Role)
+		evidential[j] = m.Evidential()
+		ids[j] = []byte(m.ID)
+		if evidential[j] {
+			texts[j] = []byte(m.Text)
+		}
+		if m.IsRequest() && i > cursor {
+			request = true
+		}
+	}
+	_, err := tx.Exec(ctx, `
+INSERT INTO recall_message (user_id, conversation_id, idx, digest, chain, role, evidential, message_id, text)
+SELECT $1, $2, t.idx, t.digest, t.chain, t.role, t.evidential, t.message_id, t.text
+FROM unnest($3::int[], $4::bytea[], $5::bytea[], $6::text[], $7::bool[], $8::bytea[], $9::bytea[])
+    AS t(idx, digest, chain, role, evidential, message_id, text)`,
+		ev.UserID, ev.ConversationID, idx, digests, chains, roles, evidential, ids, texts)
+	if err != nil {
+		return false, fmt.Errorf("store messages: %w", err)
+	}
+	return request, nil
+}

@@ -1,0 +1,234 @@
+// Package store is recall's Postgres adapter (pgx v5): conversation state,
+// the messages recall holds until they are summarised, rejection records and
+// tombstones, and the schema's migrations.
+//
+// Each conversation's row in recall_conversation is its lock. Ingest and
+// extraction both take it FOR UPDATE inside their transactions, so work on
+// one conversation is serialised while different conversations never wait
+// for each other, and an extraction that commits always sees every event
+// committed before it took the lock.
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recallhq/recall/evidence"
+)
+
+// Enqueuer inserts the extraction job of a conversation inside tx.
+type Enqueuer func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error
+
+// Config configures a Store.
+type Config struct {
+	// Enqueue inserts extraction jobs; ingest calls it in its transaction.
+	// Required for Ingest.
+	Enqueue Enqueuer
+	// Fold bounds and heuristics. Defaults to the contract's.
+	Fold *evidence.Config
+	// CoalesceWindow is how long an enqueued extraction that has not started
+	// yet absorbs later events of its conversation; after it, ingest enqueues
+	// another (which also covers a job lost with a crashed worker until River
+	// rescues it). Defaults to 10s.
+	CoalesceWindow time.Duration
+	// Logger receives operational logs; never message text. Defaults to
+	// discarding.
+	Logger *slog.Logger
+}
+
+// Store reads and writes recall's tables.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
+
+// New returns a Store over pool.
+func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("store: a pgx pool is required")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.CoalesceWindow = cmp.Or(c.CoalesceWindow, 10*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{pool: pool, cfg: c}, nil
+}
+
+// Pool returns the store's pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that Postgres answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Evidence returns a conversation's stored evidence. An unknown or deleted
+// conversation is a Record with only its key set.
+func (s *Store) Evidence(ctx context.Context, userID, conversationID string) (evidence.Record, error) {
+	rec := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()}
+	var prefix []byte
+	var updated *time.Time
+	err := s.pool.QueryRow(ctx, `
+SELECT version, "cursor", message_count, prefix_digest, body, updated_at
+FROM recall_conversation
+WHERE user_id = $1 AND conversation_id = $2 AND deleted_at IS NULL`, userID, conversationID).
+		Scan(&rec.Version, &rec.Cursor, &rec.MessageCount, &prefix, &rec.Body, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, nil
+	}
+	if err != nil {
+		return rec, fmt.Errorf("read evidence: %w", err)
+	}
+	copy(rec.PrefixDigest[:], prefix)
+	if updated != nil {
+		rec.UpdatedAt = *updated
+	}
+	return rec, nil
+}
+
+// lockConversation takes the conversation's row lock in tx, creating the row
+// first when it does not exist.
+func lockConversation(ctx context.Context, tx pgx.Tx, userID, conversationID string) (convRow, error) {
+	const sel = `
+SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, extract_requested_at
+FROM recall_conversation
+WHERE user_id = $1 AND conversation_id = $2
+FOR UPDATE`
+	var r convRow
+	scan := func() error {
+		var prefix []byte
+		err := tx.QueryRow(ctx, sel, userID, conversationID).
+			Scan(&r.version, &r.cursor, &r.count, &prefix, &r.body, &r.deleted, &r.requestedAt)
+		copy(r.prefix[:], prefix)
+		return err
+	}
+	err := scan()
+	if errors.Is(err, pgx.ErrNoRows) {
+		start := evidence.ChainStart()
+		if _, err := tx.Exec(ctx, `
+INSERT INTO recall_conversation (user_id, conversation_id, prefix_digest)
+VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, conversationID, start[:]); err != nil {
+			return r, fmt.Errorf("create conversation: %w", err)
+		}
+		err = scan()
+	}
+	if err != nil {
+		return r, fmt.Errorf("lock conversation: %w", err)
+	}
+	return r, nil
+}
+
+// convRow is a locked conversation row.
+type convRow struct {
+	version     int64
+	cursor      int
+	count       int
+	prefix      evidence.Digest
+	body        []byte
+	deleted     bool
+	requestedAt *time.Time
+}
+
+func (r *convRow) record(userID, conversationID string) evidence.Record {
+	return evidence.Record{UserID: userID, ConversationID: conversationID, Version: r.version,
+		Cursor: r.cursor, MessageCount: r.count, PrefixDigest: r.prefix, Body: r.body}
+}
+
+// DeleteConversation deletes a conversation's evidence and every message
+// recall holds of it (including the payloads of its rejected events), and
+// leaves a tombstone so that later events for the key are rejected as
+// deleted. It is idempotent.
+func (s *Store) DeleteConversation(ctx context.Context, userID, conversationID string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := lockConversation(ctx, tx, userID, conversationID); err != nil {
+			return err
+		}
+		return deleteLocked(ctx, tx, userID, conversationID)
+	})
+}
+
+func deleteLocked(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
+	start := evidence.ChainStart()
+	b := &pgx.Batch{}
+	b.Queue(`
+UPDATE recall_conversation
+SET deleted_at = coalesce(deleted_at, now()), version = 0, "cursor" = 0, message_count = 0,
+    prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL
+WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID, start[:])
+	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
+	b.Queue(`UPDATE recall_rejection SET payload = NULL WHERE user_id = $1 AND conversation_id = $2 AND payload IS NOT NULL`, userID, conversationID)
+	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, 0))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("delete conversation: %w", err)
+	}
+	return nil
+}
+
+// Rejection is the record of an event that could not be applied (§7).
+type Rejection struct {
+	Reason         evidence.Reason
+	Detail         string
+	EventID        string
+	UserID         string
+	ConversationID string
+	// Stream and StreamSeq identify the JetStream message, so that a
+	// redelivered event is recorded once.
+	Stream    string
+	StreamSeq uint64
+	// Payload is the event as received, kept for replay.
+	Payload []byte
+}
+
+// Reject records a rejected event. Recording the same stream message twice
+// keeps one row.
+func (s *Store) Reject(ctx context.Context, r Rejection) error {
+	return insertRejection(ctx, s.pool, r)
+}
+
+// execer is what pgxpool.Pool and pgx.Tx share.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func insertRejection(ctx context.Context, db execer, r Rejection) error {
+	if r.Reason == evidence.ReasonDeleted {
+		// The conversation was deleted: keep no copy of its messages.
+		r.Payload = nil
+	}
+	_, err := db.Exec(ctx, `
+INSERT INTO recall_rejection (reason, detail, event_id, user_id, conversation_id, stream, stream_seq, payload)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (stream, stream_seq) WHERE stream_seq > 0 DO NOTHING`,
+		string(r.Reason), clean(r.Detail, 1024), clean(r.EventID, 1024), clean(r.UserID, 1024),
+		clean(r.ConversationID, 1024), r.Stream, int64(r.StreamSeq), r.Payload)
+	if err != nil {
+		return fmt.Errorf("record rejection: %w", err)
+	}
+	return nil
+}
+
+// clean makes s storable as text: valid UTF-8, no NUL, at most max bytes.
+func clean(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}

@@ -1,0 +1,349 @@
+// Package worker is recall's JetStream adapter: a durable pull consumer on
+// the checkpoint subject that decodes each event with the evidence core,
+// records it through the store (which enqueues the extraction job in the
+// same transaction) and only then acknowledges it.
+//
+// Every message ends explicitly: acknowledged once Postgres has recorded it
+// (accepted, duplicate, stale, deleted), terminated once a rejection row
+// records it, or nak'd with a delay when Postgres cannot be reached, so it
+// is retried and never lost.
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/store"
+)
+
+// Ingester records events; *store.Store implements it.
+type Ingester interface {
+	Ingest(ctx context.Context, ev *evidence.Event, meta store.Meta) (store.Result, error)
+	Reject(ctx context.Context, r store.Rejection) error
+}
+
+// Config configures a Worker.
+type Config struct {
+	// Stream is the JetStream stream, created or updated on Start. Defaults
+	// to RECALL_CHECKPOINTS.
+	Stream string
+	// Subject is the checkpoint subject. Defaults to recall.checkpoints.
+	Subject string
+	// Durable is the durable consumer shared by every worker process.
+	// Defaults to recall-worker.
+	Durable string
+	// Concurrency bounds the events handled at once. Defaults to 16.
+	Concurrency int
+	// Limits bound the events accepted. Defaults to evidence's defaults.
+	Limits evidence.Limits
+	// GapTimeout is how long an append event that starts after the history
+	// recall holds is retried before it is rejected as gap. Defaults to 10s.
+	GapTimeout time.Duration
+	// Duplicates is the stream's window for Nats-Msg-Id deduplication.
+	// Defaults to 2m.
+	Duplicates time.Duration
+	// MaxAge bounds how long the stream keeps events. Defaults to 7 days.
+	MaxAge time.Duration
+	// Replicas is the stream's replica count (use 3 on a cluster). Defaults
+	// to 1.
+	Replicas int
+	// AckWait is how long JetStream waits for an acknowledgement before it
+	// redelivers. Defaults to 60s.
+	AckWait time.Duration
+	// Metrics, when set, counts events by outcome.
+	Metrics *metrics.Metrics
+	// Logger defaults to discarding. It never receives message text.
+	Logger *slog.Logger
+}
+
+// Worker consumes checkpoint events.
+type Worker struct {
+	js     jetstream.JetStream
+	nc     *nats.Conn
+	ing    Ingester
+	cfg    Config
+	logger *slog.Logger
+
+	termReason bool // the server understands a reason on Term (2.10.4+)
+
+	mu       sync.Mutex
+	cc       jetstream.ConsumeContext
+	inflight sync.WaitGroup
+	sem      chan struct{}
+	// handleCtx is the context of in-flight handlers; it is cancelled only
+	// when a drain runs out of time.
+	handleCtx    context.Context
+	cancelHandle context.CancelFunc
+}
+
+// New returns a Worker that consumes from nc's JetStream.
+func New(nc *nats.Conn, ing Ingester, cfg *Config) (*Worker, error) {
+	if nc == nil || ing == nil {
+		return nil, errors.New("worker: a NATS connection and an ingester are required")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Stream = cmp.Or(c.Stream, "RECALL_CHECKPOINTS")
+	c.Subject = cmp.Or(c.Subject, "recall.checkpoints")
+	c.Durable = cmp.Or(c.Durable, "recall-worker")
+	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	c.GapTimeout = cmp.Or(c.GapTimeout, 10*time.Second)
+	c.Duplicates = cmp.Or(c.Duplicates, 2*time.Minute)
+	c.MaxAge = cmp.Or(c.MaxAge, 7*24*time.Hour)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.AckWait = cmp.Or(c.AckWait, 60*time.Second)
+	if c.Concurrency < 1 {
+		return nil, errors.New("worker: Concurrency must be at least 1")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("worker: JetStream: %w", err)
+	}
+	return &Worker{js: js, nc: nc, ing: ing, cfg: c, logger: c.Logger,
+		termReason: serverAtLeast(nc.ConnectedServerVersion(), 2, 10, 4)}, nil
+}
+
+// EnsureStream creates the stream, or updates it to recall's settings. A
+// stream that exists with settings that cannot be changed is used as it is.
+func (w *Worker) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
+	sc := jetstream.StreamConfig{
+		Name:       w.cfg.Stream,
+		Subjects:   []string{w.cfg.Subject},
+		Storage:    jetstream.FileStorage,
+		Retention:  jetstream.LimitsPolicy,
+		Discard:    jetstream.DiscardOld,
+		MaxAge:     w.cfg.MaxAge,
+		Duplicates: w.cfg.Duplicates,
+		Replicas:   w.cfg.Replicas,
+	}
+	s, err := w.js.CreateOrUpdateStream(ctx, sc)
+	if err == nil {
+		return s, nil
+	}
+	existing, gerr := w.js.Stream(ctx, w.cfg.Stream)
+	if gerr != nil {
+		return nil, fmt.Errorf("worker: create stream %s: %w", w.cfg.Stream, err)
+	}
+	w.logger.WarnContext(ctx, "using the existing stream as it is; its settings differ from recall's",
+		slog.String("stream", w.cfg.Stream), slog.String("error", err.Error()))
+	return existing, nil
+}
+
+// Start ensures the stream and the durable consumer and starts consuming.
+func (w *Worker) Start(ctx context.Context) error {
+	stream, err := w.EnsureStream(ctx)
+	if err != nil {
+		return err
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       w.cfg.Durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.AckWait,
+		MaxDeliver:    -1,
+		FilterSubject: w.cfg.Subject,
+		MaxAckPending: max(1024, 4*w.cfg.Concurrency),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("worker: create consumer %s: %w", w.cfg.Durable, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sem = make(chan struct{}, w.cfg.Concurrency)
+	// Handlers outlive ctx: a drain lets them finish.
+	w.handleCtx, w.cancelHandle = context.WithCancel(context.WithoutCancel(ctx))
+	cc, err := cons.Consume(w.dispatch,
+		jetstream.PullMaxMessages(w.cfg.Concurrency),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			w.logger.WarnContext(ctx, "consumer", slog.String("error", err.Error()))
+		}))
+	if err != nil {
+		return fmt.Errorf("worker: consume: %w", err)
+	}
+	w.cc = cc
+	w.logger.InfoContext(ctx, "worker consuming", slog.String("stream", w.cfg.Stream),
+		slog.String("subject", w.cfg.Subject), slog.Int("concurrency", w.cfg.Concurrency))
+	return nil
+}
+
+// dispatch runs on the consumer's goroutine: it blocks while Concurrency
+// events are in flight, which is the worker's back-pressure.
+func (w *Worker) dispatch(msg jetstream.Msg) {
+	w.sem <- struct{}{}
+	w.inflight.Add(1)
+	go func() {
+		defer func() { <-w.sem; w.inflight.Done() }()
+		w.Handle(w.handleCtx, msg)
+	}()
+}
+
+// Stop stops fetching, lets in-flight events finish and be acknowledged,
+// and flushes the acknowledgements. When ctx ends first, in-flight handlers
+// are cancelled; their events are nak'd or redelivered, never lost.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	cc := w.cc
+	w.cc = nil
+	w.mu.Unlock()
+	if cc == nil {
+		return nil
+	}
+	cc.Drain()
+	select {
+	case <-cc.Closed():
+	case <-ctx.Done():
+		cc.Stop()
+	}
+	done := make(chan struct{})
+	go func() { w.inflight.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		w.cancelHandle()
+		<-done
+		err = fmt.Errorf("worker: drain: %w", ctx.Err())
+	}
+	w.cancelHandle()
+	if ferr := w.nc.FlushTimeout(5 * time.Second); ferr != nil && err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+		err = fmt.Errorf("worker: flush acknowledgements: %w", ferr)
+	}
+	return err
+}
+
+// Handle processes one message to its end: ack, term or nak.
+func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
+	start := time.Now()
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.logger.WarnContext(ctx, "not a JetStream message; terminated", slog.String("error", err.Error()))
+		_ = msg.Term()
+		return
+	}
+	attrs := []slog.Attr{slog.Uint64("stream_seq", meta.Sequence.Stream), slog.Uint64("delivered", meta.NumDelivered)}
+	outcome, reason := w.handle(ctx, msg, meta, &attrs)
+	if w.cfg.Metrics != nil {
+		w.cfg.Metrics.Events.WithLabelValues(outcome, string(reason)).Inc()
+		w.cfg.Metrics.IngestSeconds.Observe(time.Since(start).Seconds())
+	}
+	level := slog.LevelDebug
+	if outcome == "rejected" || outcome == "retried" {
+		level = slog.LevelWarn
+	}
+	attrs = append(attrs, slog.String("outcome", outcome))
+	if reason != "" {
+		attrs = append(attrs, slog.String("reason", string(reason)))
+	}
+	w.logger.LogAttrs(ctx, level, "event", attrs...)
+}
+
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, attrs *[]slog.Attr) (outcome string, reason evidence.Reason) {
+	data := msg.Data()
+	smeta := store.Meta{Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, PublishedAt: meta.Timestamp, Payload: data}
+	ev, err := evidence.ParseEvent(data, w.cfg.Limits)
+	if err != nil {
+		var rej *evidence.RejectError
+		if !errors.As(err, &rej) {
+			rej = &evidence.RejectError{Reason: evidence.ReasonInvalid, Detail: "cannot decode the event"}
+		}
+		uid, cid, eid := evidence.ProbeKey(data)
+		return w.reject(ctx, msg, meta, store.Rejection{Reason: rej.Reason, Detail: rej.Detail, EventID: eid,
+			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
+	}
+	*attrs = append(*attrs, slog.String("kind", ev.Kind), slog.Int("offset", ev.Offset), slog.Int("messages", len(ev.Messages)))
+	res, err := w.ing.Ingest(ctx, ev, smeta)
+	if err != nil {
+		*attrs = append(*attrs, slog.String("error", err.Error()))
+		w.nak(msg, meta)
+		return "retried", ""
+	}
+	switch res.Outcome {
+	case store.Rejected:
+		*attrs = append(*attrs, slog.String("detail", res.Detail))
+		w.term(msg, res.Reason)
+		return "rejected", res.Reason
+	case store.Gap:
+		if age := time.Since(meta.Timestamp); age < w.cfg.GapTimeout {
+			_ = msg.NakWithDelay(min(backoff(meta.NumDelivered), w.cfg.GapTimeout-age+10*time.Millisecond))
+			return "gap_retried", ""
+		}
+		return w.reject(ctx, msg, meta, store.Rejection{Reason: evidence.ReasonGap,
+			Detail:  fmt.Sprintf("messages before offset %d never arrived within %s", ev.Offset, w.cfg.GapTimeout),
+			EventID: ev.EventID, UserID: ev.UserID, ConversationID: ev.ConversationID,
+			Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
+	}
+	if err := msg.Ack(); err != nil {
+		*attrs = append(*attrs, slog.String("error", err.Error()))
+	}
+	return res.Outcome.String(), ""
+}
+
+// reject records a rejection, then terminates the message. When the record
+// cannot be written the message is nak'd, so it is never dropped unrecorded.
+func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, r store.Rejection, attrs *[]slog.Attr) (string, evidence.Reason) {
+	*attrs = append(*attrs, slog.String("detail", r.Detail))
+	if err := w.ing.Reject(ctx, r); err != nil {
+		*attrs = append(*attrs, slog.String("error", err.Error()))
+		w.nak(msg, meta)
+		return "retried", ""
+	}
+	w.term(msg, r.Reason)
+	return "rejected", r.Reason
+}
+
+func (w *Worker) term(msg jetstream.Msg, reason evidence.Reason) {
+	if w.termReason {
+		_ = msg.TermWithReason(string(reason))
+		return
+	}
+	_ = msg.Term()
+}
+
+func (w *Worker) nak(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
+	_ = msg.NakWithDelay(backoff(meta.NumDelivered))
+}
+
+// backoff is the redelivery delay after the n-th delivery: 250ms doubling
+// to at most 5s.
+func backoff(n uint64) time.Duration {
+	n = max(n, 1)
+	d := 250 * time.Millisecond << min(n-1, 5)
+	return min(d, 5*time.Second)
+}
+
+// serverAtLeast reports whether a server version string ("2.10.4") is at
+// least major.minor.patch.
+func serverAtLeast(version string, major, minor, patch int) bool {
+	parts := strings.SplitN(strings.SplitN(version, "-", 2)[0], ".", 3)
+	want := []int{major, minor, patch}
+	for i := range want {
+		if i >= len(parts) {
+			return false
+		}
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return false
+		}
+		if n != want[i] {
+			return n > want[i]
+		}
+	}
+	return true
+}
