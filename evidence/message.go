@@ -468,11 +468,22 @@ func decodeToolCalls(raw json.RawMessage, field string, index int) ([]ToolCall, 
 			if c.Name, err = optString(obj, "name", index); err != nil {
 				return nil, &DecodeError{Index: index, Field: field + ".name", Problem: "must be a string"}
 			}
-			c.Args = argumentsValue(obj["args"])
+			// LangChain's args are kept as given: only OpenAI's arguments
+			// are a string of JSON to parse (§3).
+			c.Args = argsValue(obj["args"])
 		}
 		calls = append(calls, c)
 	}
 	return calls, nil
+}
+
+// argsValue returns a LangChain tool call's args as given; missing is {}.
+func argsValue(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return jsonEmptyObj
+	}
+	return raw
 }
 
 // argumentsValue returns tool-call arguments as JSON: missing is {}, a string
