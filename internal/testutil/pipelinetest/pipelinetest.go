@@ -1,0 +1,266 @@
+// Package pipelinetest assembles recall's pipeline for tests: a migrated
+// database of its own, an in-process JetStream server, and any number of
+// workers (each with its own River client and NATS connection, like
+// separate processes) on them.
+package pipelinetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/riverqueue/river"
+
+	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/testutil/natstest"
+	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/worker"
+)
+
+// Subject and Stream are the test pipeline's.
+const (
+	Subject = "recall.checkpoints"
+	Stream  = "RECALL_CHECKPOINTS"
+)
+
+// Bundle is a database and a NATS server with recall's schema.
+type Bundle struct {
+	T           testing.TB
+	DatabaseURL string
+	Pool        *pgxpool.Pool
+	NATS        *natstest.Server
+	// Store is a store without an enqueuer, for reads.
+	Store *store.Store
+	// JS publishes.
+	JS jetstream.JetStream
+	// GapTimeout is given to the workers. Defaults to 2s.
+	GapTimeout time.Duration
+}
+
+// New migrates a fresh database and starts a JetStream server.
+func New(t testing.TB) *Bundle {
+	t.Helper()
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := store.New(pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := natstest.Start(t)
+	nc, err := nats.Connect(ns.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("nats: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Bundle{T: t, DatabaseURL: dbURL, Pool: pool, NATS: ns, Store: st, JS: js, GapTimeout: 2 * time.Second}
+}
+
+// Worker is one worker "process": its own pool, River client and NATS
+// connection.
+type Worker struct {
+	Store  *store.Store
+	River  *river.Client[pgx.Tx]
+	Worker *worker.Worker
+	NC     *nats.Conn
+	pool   *pgxpool.Pool
+	stopped bool
+}
+
+// StartWorker starts a worker with concurrency events at once.
+func (b *Bundle) StartWorker(concurrency int) *Worker {
+	t := b.T
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, b.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var rc *river.Client[pgx.Tx]
+	st, err := store.New(pool, &store.Config{Logger: logger, Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
+		return jobs.Enqueuer(rc)(ctx, tx, u, c)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err = jobs.NewClient(pool, st, &jobs.Config{Workers: concurrency, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(b.NATS.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(nc, st, &worker.Config{Stream: Stream, Subject: Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wk := &Worker{Store: st, River: rc, Worker: w, NC: nc, pool: pool}
+	t.Cleanup(func() { wk.Stop() })
+	return wk
+}
+
+// Stop drains the worker like a SIGTERM would.
+func (w *Worker) Stop() {
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = w.Worker.Stop(ctx)
+	_ = w.River.Stop(ctx)
+	w.NC.Close()
+	w.pool.Close()
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// Event builds a snapshot event of msgs.
+func Event(eventID, userID, conversationID string, msgs []json.RawMessage) []byte {
+	ev := map[string]any{
+		"schema": evidence.Schema, "kind": "snapshot", "event_id": eventID,
+		"user_id": userID, "conversation_id": conversationID, "offset": 0, "prefix_digest": nil,
+		"messages": msgs,
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Publish publishes an event with Nats-Msg-Id and waits for the ack.
+func (b *Bundle) Publish(eventID string, data []byte) {
+	b.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := b.JS.PublishMsg(ctx, &nats.Msg{Subject: Subject, Data: data, Header: nats.Header{"Nats-Msg-Id": []string{eventID}}}); err != nil {
+		b.T.Fatalf("publish %s: %v", eventID, err)
+	}
+}
+
+// WaitCursor waits until the conversation's cursor is at least cursor.
+func (b *Bundle) WaitCursor(userID, conversationID string, cursor int, timeout time.Duration) evidence.Record {
+	b.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		rec, err := b.Store.Evidence(context.Background(), userID, conversationID)
+		if err != nil {
+			b.T.Fatal(err)
+		}
+		if rec.Cursor >= cursor {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			b.T.Fatalf("conversation %s/%s: cursor %d, want %d after %s", userID, conversationID, rec.Cursor, cursor, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Rejections returns the reasons of the recorded rejections, oldest first.
+func (b *Bundle) Rejections() []string {
+	b.T.Helper()
+	rows, err := b.Pool.Query(context.Background(), `SELECT reason FROM recall_rejection ORDER BY id`)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	reasons, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	return reasons
+}
+
+// WaitRejections waits until n rejections are recorded.
+func (b *Bundle) WaitRejections(n int, timeout time.Duration) []string {
+	b.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		r := b.Rejections()
+		if len(r) >= n || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Oracle folds history with the pure core, as recall must.
+func Oracle(t testing.TB, history []json.RawMessage) evidence.State {
+	t.Helper()
+	raw, _ := json.Marshal(history)
+	msgs, err := evidence.DecodeMessages(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := evidence.Fold(evidence.NewState(), msgs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// RequireState compares a stored record with an oracle state, all but version.
+func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
+	t.Helper()
+	got, err := rec.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(struct {
+		C int
+		P evidence.Digest
+		O int
+		B evidence.Buckets
+	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets})
+	wj, _ := json.Marshal(struct {
+		C int
+		P evidence.Digest
+		O int
+		B evidence.Buckets
+	}{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets})
+	if string(gj) != string(wj) {
+		t.Fatalf("state differs from the oracle:\n got %s\nwant %s", gj, wj)
+	}
+}
+
+// Must fails on err.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(fmt.Sprint(err))
+	}
+}
