@@ -1,0 +1,62 @@
+package publisher_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// runServer starts an in-process NATS server with JetStream for an example,
+// which has no *testing.T for internal/testutil/natstest, and creates the
+// stream recall's workers would create. stop shuts it down and removes its
+// data.
+func runServer() (url string, stop func()) {
+	dir, err := os.MkdirTemp("", "publisher-example-")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		panic("nats server not ready")
+	}
+	stop = func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		os.RemoveAll(dir)
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		stop()
+		panic(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		stop()
+		panic(err)
+	}
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{
+		Name: "RECALL_CHECKPOINTS", Subjects: []string{"recall.checkpoints"},
+	}); err != nil {
+		stop()
+		panic(fmt.Sprintf("create stream: %v", err))
+	}
+	return srv.ClientURL(), stop
+}
