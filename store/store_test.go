@@ -1,0 +1,317 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/store"
+)
+
+type testBundle struct {
+	pool  *pgxpool.Pool
+	store *store.Store
+	// enqueued counts Enqueue calls of committed ingests.
+	enqueued func() int
+}
+
+func setup(t *testing.T, window time.Duration) *testBundle {
+	t.Helper()
+	dbURL := pgtest.NewDatabase(t)
+	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(t.Context(), `CREATE TABLE test_enqueued (user_id text, conversation_id text)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(pool, &store.Config{
+		CoalesceWindow: window,
+		Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
+			_, err := tx.Exec(ctx, `INSERT INTO test_enqueued VALUES ($1, $2)`, u, c)
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBundle{pool: pool, store: st, enqueued: func() int {
+		var n int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM test_enqueued`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}}
+}
+
+// history returns n alternating user/assistant messages (user first).
+func history(n int) []json.RawMessage {
+	var h []json.RawMessage
+	for i := range n {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		b, _ := json.Marshal(map[string]string{"id": fmt.Sprintf("m%d", i), "role": role, "content": fmt.Sprintf("we must keep point %d", i)})
+		h = append(h, b)
+	}
+	return h
+}
+
+func snapshot(t *testing.T, id string, msgs []json.RawMessage) *evidence.Event {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": id, "user_id": "u", "conversation_id": "c", "messages": msgs})
+	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func oracle(t *testing.T, msgs []json.RawMessage) evidence.State {
+	t.Helper()
+	raw, _ := json.Marshal(msgs)
+	decoded, err := evidence.DecodeMessages(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := evidence.Fold(evidence.NewState(), decoded, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (tb *testBundle) ingest(t *testing.T, ev *evidence.Event) store.Result {
+	t.Helper()
+	res, err := tb.store.Ingest(t.Context(), ev, store.Meta{})
+	if err != nil {
+		t.Fatalf("ingest %s: %v", ev.EventID, err)
+	}
+	return res
+}
+
+func (tb *testBundle) requireOracle(t *testing.T, msgs []json.RawMessage) {
+	t.Helper()
+	rec, err := tb.store.Evidence(t.Context(), "u", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rec.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := oracle(t, msgs)
+	gj, _ := json.Marshal([]any{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets})
+	wj, _ := json.Marshal([]any{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets})
+	if string(gj) != string(wj) {
+		t.Fatalf("state differs from the fold of %d messages:\n got %s\nwant %s", len(msgs), gj, wj)
+	}
+}
+
+// TestCoalescingRace interleaves ingest and extraction deterministically:
+// a burst before the job takes the lock is absorbed by that one job, and an
+// event that commits while a job holds the lock (having read the history
+// without it) is never swallowed: ingest waits for the lock, then enqueues
+// another extraction.
+func TestCoalescingRace(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	h := history(9)
+
+	// 1. The first event enqueues a job; a second one inside the window,
+	// before the job has taken the lock, is absorbed by it.
+	if res := tb.ingest(t, snapshot(t, "e1", h[:3])); !res.Enqueued {
+		t.Fatalf("first event: %+v, want an enqueued extraction", res)
+	}
+	if res := tb.ingest(t, snapshot(t, "e2", h[:5])); res.Enqueued || res.Outcome != store.Accepted {
+		t.Fatalf("second event: %+v, want accepted without a new job", res)
+	}
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.requireOracle(t, h[:5])
+	if n := tb.enqueued(); n != 1 {
+		t.Fatalf("%d jobs for a burst of two events, want 1", n)
+	}
+
+	// 2. A job takes the lock and reads the history; event e4 arrives now.
+	if res := tb.ingest(t, snapshot(t, "e3", h[:7])); !res.Enqueued {
+		t.Fatalf("after an extraction the next event must enqueue again: %+v", res)
+	}
+	read := make(chan struct{})
+	release := make(chan struct{})
+	extracted := make(chan error, 1)
+	go func() {
+		_, err := tb.store.Extract(context.Background(), "u", "c", func(ctx context.Context, tx pgx.Tx) error {
+			close(read)
+			<-release
+			return nil
+		})
+		extracted <- err
+	}()
+	<-read
+	ingested := make(chan store.Result, 1)
+	go func() {
+		res, err := tb.store.Ingest(context.Background(), snapshot(t, "e4", h[:9]), store.Meta{})
+		if err != nil {
+			t.Error(err)
+		}
+		ingested <- res
+	}()
+	select {
+	case res := <-ingested:
+		t.Fatalf("ingest committed while the job held the conversation's lock: %+v", res)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-extracted; err != nil {
+		t.Fatal(err)
+	}
+	tb.requireOracle(t, h[:7])
+	res := <-ingested
+	if !res.Enqueued {
+		t.Fatalf("event committed after the running job read the history was swallowed: %+v", res)
+	}
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.requireOracle(t, h[:9])
+}
+
+// TestCoalesceWindowExpires: a pending extraction that has not started
+// within the window (a job lost with a killed worker) no longer absorbs
+// events: ingest enqueues another.
+func TestCoalesceWindowExpires(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, 50*time.Millisecond)
+	h := history(5)
+	tb.ingest(t, snapshot(t, "e1", h[:3]))
+	time.Sleep(100 * time.Millisecond)
+	if res := tb.ingest(t, snapshot(t, "e2", h[:5])); !res.Enqueued {
+		t.Fatalf("%+v: want a new job once the window has passed", res)
+	}
+}
+
+// TestIngestOutcomes covers the lineage rules of ingest on one conversation.
+func TestIngestOutcomes(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	h := history(7)
+	tb.ingest(t, snapshot(t, "e1", h[:5]))
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	forgedTail := append(append([]json.RawMessage{}, h[:4]...), json.RawMessage(`{"id":"x","role":"user","content":"other"}`))
+	forgedHead := append([]json.RawMessage{json.RawMessage(`{"id":"m0","role":"user","content":"changed"}`)}, h[1:6]...)
+	tests := []struct {
+		name        string
+		ev          *evidence.Event
+		wantOutcome store.Outcome
+		wantReason  evidence.Reason
+	}{
+		{"stale: shorter than the cursor", snapshot(t, "s", h[:3]), store.Stale, ""},
+		{"duplicate", snapshot(t, "d", h[:5]), store.Duplicate, ""},
+		{"same length, different tail", snapshot(t, "t", forgedTail), store.Stale, ""},
+		{"changed summarised message", snapshot(t, "m", forgedHead), store.Rejected, evidence.ReasonPrefixMismatch},
+		{"extension", snapshot(t, "x", h[:7]), store.Accepted, ""},
+	}
+	for _, tt := range tests {
+		res := tb.ingest(t, tt.ev)
+		if res.Outcome != tt.wantOutcome || res.Reason != tt.wantReason {
+			t.Errorf("%s: got %v %q, want %v %q", tt.name, res.Outcome, res.Reason, tt.wantOutcome, tt.wantReason)
+		}
+	}
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.requireOracle(t, h[:7])
+
+	// A longer history that diverges in the unsummarised tail replaces it.
+	h2 := append(append([]json.RawMessage{}, h[:6]...), json.RawMessage(`{"id":"n6","role":"assistant","content":"regenerated"}`), h[6])
+	h2 = append(h2, json.RawMessage(`{"id":"n8","role":"user","content":"and then"}`))
+	if res := tb.ingest(t, snapshot(t, "r", h2)); res.Outcome != store.Accepted {
+		t.Fatalf("divergent longer tail: %+v", res)
+	}
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.requireOracle(t, h2)
+}
+
+// TestDeleteConversation removes evidence and held messages, keeps a
+// tombstone and rejects later events as deleted.
+func TestDeleteConversation(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	h := history(5)
+	tb.ingest(t, snapshot(t, "e1", h[:4]))
+	if err := tb.store.DeleteConversation(t.Context(), "u", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.store.DeleteConversation(t.Context(), "u", "c"); err != nil {
+		t.Fatalf("second delete: %v", err)
+	}
+	rec, err := tb.store.Evidence(t.Context(), "u", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Version != 0 || rec.Cursor != 0 || rec.MessageCount != 0 || rec.Body != nil {
+		t.Errorf("deleted conversation reads %+v", rec)
+	}
+	var held int
+	if err := tb.pool.QueryRow(t.Context(), `SELECT count(*) FROM recall_message`).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if held != 0 {
+		t.Errorf("%d held messages survive the delete", held)
+	}
+	if res := tb.ingest(t, snapshot(t, "late", h)); res.Outcome != store.Rejected || res.Reason != evidence.ReasonDeleted {
+		t.Errorf("late event: %+v, want rejected as deleted", res)
+	}
+}
+
+// TestMigrateConcurrently runs migrations from several goroutines at once
+// on a database that does not exist yet.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	name := fmt.Sprintf("recall_test_migrate_%d", time.Now().UnixNano())
+	u, err := url.Parse(pgtest.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	missing := u.String()
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), pgtest.ServerURL())
+		if err == nil {
+			_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			conn.Close(context.Background())
+		}
+	})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() { errs <- store.Migrate(context.Background(), missing, nil) }()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent migrate: %v", err)
+		}
+	}
+	if err := store.Migrate(t.Context(), missing, nil); err != nil {
+		t.Errorf("migrate again: %v", err)
+	}
+}

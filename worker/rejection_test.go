@@ -1,0 +1,198 @@
+package worker_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallhq/recall/evidence"
+	pt "github.com/recallhq/recall/internal/testutil/pipelinetest"
+)
+
+func msg(id, role, content string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"id": id, "role": role, "content": content})
+	return b
+}
+
+func appendEvent(t *testing.T, eventID, user, conv string, history []json.RawMessage, offset int) []byte {
+	t.Helper()
+	raw, _ := json.Marshal(history[:offset])
+	msgs, err := evidence.DecodeMessages(raw)
+	pt.Must(t, err)
+	d, err := evidence.PrefixDigest(msgs, offset)
+	pt.Must(t, err)
+	b, _ := json.Marshal(map[string]any{
+		"schema": evidence.Schema, "event_id": eventID, "user_id": user, "conversation_id": conv,
+		"offset": offset, "prefix_digest": d.String(), "messages": history[offset:],
+	})
+	return b
+}
+
+// TestRejections sends one event of each bad kind, each followed by a good
+// one: every bad event gets exactly one rejection row with its reason, the
+// worker keeps going, and no state changes because of a bad event.
+func TestRejections(t *testing.T) {
+	t.Parallel()
+	b := pt.New(t)
+	b.GapTimeout = 300 * time.Millisecond
+	b.StartWorker(4)
+
+	history := []json.RawMessage{
+		msg("m0", "user", "We must ship by Friday."),
+		msg("m1", "assistant", "Agreed: we'll use Postgres."),
+		msg("m2", "user", "Next, draft the schema."),
+	}
+	good := func(i int) {
+		id := fmt.Sprintf("good-%d", i)
+		b.Publish(id, pt.Event(id, "u", fmt.Sprintf("good-%d", i), history))
+	}
+	// The conversation the lineage tests work on.
+	b.Publish("base", pt.Event("base", "u", "c", history))
+	want := pt.Oracle(t, history)
+	before := b.WaitCursor("u", "c", want.Cursor, 10*time.Second)
+
+	forged := append([]json.RawMessage{msg("m0", "user", "We must ship by Monday.")}, history[1:]...)
+	bad := []struct {
+		name   string
+		data   []byte
+		reason string
+	}{
+		{"not json", []byte("{not json"), "malformed"},
+		{"invalid utf-8", []byte("{\"schema\":\"recall.checkpoint.v1\",\"x\":\"\xff\xfe\"}"), "malformed"},
+		{"unsupported schema", []byte(`{"schema":"recall.checkpoint.v9","event_id":"x","user_id":"u","conversation_id":"c","messages":[]}`), "unsupported_schema"},
+		{"invalid: no user", []byte(`{"schema":"recall.checkpoint.v1","event_id":"x","conversation_id":"c","messages":[]}`), "invalid"},
+		{"invalid: bad role", pt.Event("bad-role", "u", "c", []json.RawMessage{json.RawMessage(`{"role":"wizard","content":"hi"}`)}), "invalid"},
+		{"too large", pt.Event("big", "u", "c", []json.RawMessage{msg("m0", "user", strings.Repeat("x", 17<<20))}), "too_large"},
+		{"prefix mismatch", pt.Event("forged", "u", "c", forged), "prefix_mismatch"},
+		{"gap", appendEvent(t, "gap", "u", "c", append(history, msg("m3", "assistant", "ok"), msg("m4", "assistant", "ok"), msg("m5", "user", "go")), 5), "gap"},
+	}
+	for i, tt := range bad {
+		b.Publish(fmt.Sprintf("bad-%d", i), tt.data)
+		good(i)
+	}
+	var wantReasons []string
+	for _, tt := range bad {
+		wantReasons = append(wantReasons, tt.reason)
+	}
+	got := b.WaitRejections(len(bad), 15*time.Second)
+	if fmt.Sprint(sortedCopy(got)) != fmt.Sprint(sortedCopy(wantReasons)) {
+		t.Errorf("rejection reasons %v, want %v", got, wantReasons)
+	}
+	for i := range bad {
+		b.WaitCursor("u", fmt.Sprintf("good-%d", i), want.Cursor, 10*time.Second)
+	}
+	after, err := b.Store.Evidence(t.Context(), "u", "c")
+	pt.Must(t, err)
+	if after.Version != before.Version || string(after.Body) != string(before.Body) {
+		t.Errorf("state of u/c changed by bad events: version %d -> %d", before.Version, after.Version)
+	}
+	// Exactly one row each, with the payload kept for replay.
+	var n, withPayload int
+	pt.Must(t, b.Pool.QueryRow(t.Context(), `SELECT count(*), count(payload) FROM recall_rejection`).Scan(&n, &withPayload))
+	if n != len(bad) || withPayload != len(bad) {
+		t.Errorf("%d rejection rows (%d with payload), want %d", n, withPayload, len(bad))
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := append([]string(nil), s...)
+	for i := range c {
+		for j := i + 1; j < len(c); j++ {
+			if c[j] < c[i] {
+				c[i], c[j] = c[j], c[i]
+			}
+		}
+	}
+	return c
+}
+
+// TestAppendEvents grows a conversation with append events only, including
+// one that arrives before the event it extends (it is retried until the gap
+// is filled).
+func TestAppendEvents(t *testing.T) {
+	t.Parallel()
+	b := pt.New(t)
+	b.GapTimeout = 10 * time.Second
+	b.StartWorker(2)
+	var history []json.RawMessage
+	for i := range 12 {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		history = append(history, msg(fmt.Sprintf("m%d", i), role, fmt.Sprintf("turn %d: we must keep item %d", i, i)))
+	}
+	b.Publish("s0", pt.Event("s0", "u", "c", history[:3]))
+	// [5, 9) before [3, 5): the first waits for the second.
+	b.Publish("a5", appendEvent(t, "a5", "u", "c", history[:9], 5))
+	time.Sleep(100 * time.Millisecond)
+	b.Publish("a3", appendEvent(t, "a3", "u", "c", history[:5], 3))
+	b.Publish("a9", appendEvent(t, "a9", "u", "c", history[:11], 9))
+	want := pt.Oracle(t, history[:11])
+	rec := b.WaitCursor("u", "c", want.Cursor, 15*time.Second)
+	pt.RequireState(t, rec, want)
+	if rec.MessageCount != 11 {
+		t.Errorf("message_count %d, want 11", rec.MessageCount)
+	}
+	if r := b.Rejections(); len(r) != 0 {
+		t.Errorf("rejections: %v", r)
+	}
+	// A snapshot that re-publishes the whole history is a no-op; an append
+	// with a wrong prefix digest is a prefix_mismatch.
+	b.Publish("s-all", pt.Event("s-all", "u", "c", history[:11]))
+	wrong := appendEvent(t, "wrong", "u", "c", history, 11)
+	var ev map[string]any
+	pt.Must(t, json.Unmarshal(wrong, &ev))
+	ev["prefix_digest"] = strings.Repeat("0", 64)
+	wrong, _ = json.Marshal(ev)
+	b.Publish("wrong", wrong)
+	if got := b.WaitRejections(1, 10*time.Second); len(got) != 1 || got[0] != "prefix_mismatch" {
+		t.Errorf("rejections %v, want [prefix_mismatch]", got)
+	}
+}
+
+// TestDeleteEvent deletes a conversation through the pipeline: evidence and
+// held messages are gone, and a later event is rejected as deleted.
+func TestDeleteEvent(t *testing.T) {
+	t.Parallel()
+	b := pt.New(t)
+	b.StartWorker(2)
+	history := []json.RawMessage{msg("m0", "user", "We must ship by Friday."), msg("m1", "assistant", "ok"), msg("m2", "user", "next")}
+	b.Publish("s0", pt.Event("s0", "u", "c", history))
+	b.WaitCursor("u", "c", 2, 10*time.Second)
+	del, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "kind": "delete", "event_id": "d0", "user_id": "u", "conversation_id": "c"})
+	b.Publish("d0", del)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var deleted bool
+		pt.Must(t, b.Pool.QueryRow(t.Context(), `SELECT deleted_at IS NOT NULL FROM recall_conversation WHERE user_id='u' AND conversation_id='c'`).Scan(&deleted))
+		if deleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("conversation not deleted")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rec, err := b.Store.Evidence(t.Context(), "u", "c")
+	pt.Must(t, err)
+	if rec.Version != 0 || rec.Cursor != 0 || rec.Body != nil {
+		t.Errorf("deleted conversation reads as %+v", rec)
+	}
+	var held int
+	pt.Must(t, b.Pool.QueryRow(t.Context(), `SELECT count(*) FROM recall_message WHERE user_id='u' AND conversation_id='c'`).Scan(&held))
+	if held != 0 {
+		t.Errorf("%d messages still held", held)
+	}
+	b.Publish("late", pt.Event("late", "u", "c", history))
+	if got := b.WaitRejections(1, 10*time.Second); len(got) != 1 || got[0] != "deleted" {
+		t.Errorf("rejections %v, want [deleted]", got)
+	}
+	var payloads int
+	pt.Must(t, b.Pool.QueryRow(t.Context(), `SELECT count(payload) FROM recall_rejection`).Scan(&payloads))
+	if payloads != 0 {
+		t.Errorf("a rejection of a deleted conversation kept its payload")
+	}
+}
