@@ -1,0 +1,40 @@
+# recall: run `make help` for the targets.
+GO ?= go
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/recall
+	$(GO) build -o bin/recall ./cmd/recall
+
+.PHONY: dev
+dev: ## run recall with embedded defaults (NATS in-process, Postgres from DATABASE_URL or a private cluster)
+	$(GO) run ./cmd/recall dev
+
+.PHONY: test
+test: ## run every test, with the race detector, against the machine's Postgres and NATS
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+.PHONY: test-short
+test-short: ## the tests without the race detector
+	$(GO) test -timeout 20m ./...
+
+.PHONY: faults-long
+faults-long: ## the long fault suite (kill loop, drains, outages, poison) — tens of minutes
+	RECALL_FAULTS=long $(GO) test -timeout 90m -v ./faults
+
+.PHONY: bench
+bench: ## Go benchmarks of the hot paths
+	$(GO) test -run '^$$' -bench . -benchmem ./evidence ./api
+
+.PHONY: eval
+eval: ## evidence quality report over the fixtures
+	$(GO) run ./cmd/recall eval
+
+.PHONY: lint
+lint: ## vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
