@@ -105,7 +105,7 @@ func renderedLen(omitted int, bs *Buckets) int {
 			n++
 		}
 		list := *bs.Get(i)
-		n += len(bucketNames[i]) + 4 // "name":[ ]
+		n += len(bucketNames[i]) + 5 // "name":[]
 		for j := range list {
 			if j > 0 {
 				n++

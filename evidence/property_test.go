@@ -1,0 +1,297 @@
+package evidence
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// ignoreVersion compares states on everything but Version (§4.9).
+var ignoreVersion = cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "Version" }, cmp.Ignore())
+
+var refWord = regexp.MustCompile(`[\p{L}\p{N}\p{Mn}']+`)
+
+// refClassify is a naive classifier written from §4.6: lower-case the text,
+// split it into words, and try the buckets in order.
+func refClassify(text string) Bucket {
+	var words []string
+	for _, w := range refWord.FindAllString(strings.ReplaceAll(strings.ToLower(text), "’", "'"), -1) {
+		if w = strings.Trim(w, "'"); w != "" {
+			words = append(words, w)
+		}
+	}
+	joined := " " + strings.Join(words, " ") + " "
+	for _, kw := range contractKeywords {
+		for _, k := range kw.words {
+			if strings.Contains(joined, " "+k+" ") {
+				return kw.bucket
+			}
+		}
+	}
+	return RecentContext
+}
+
+// refExcerpt cuts rune by rune.
+func refExcerpt(text string) (string, bool) {
+	s := strings.TrimSpace(text)
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len()+utf8.RuneLen(r) > DefaultMaxExcerptBytes {
+			return b.String(), true
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), false
+}
+
+// referenceFold is a naive model of §4 with the default Config: it folds
+// history[:k] into a new state one message at a time and measures the
+// rendered message (Render) after each entry.
+func referenceFold(history []Message, k int) State {
+	s := NewState()
+	s.Cursor = k
+	for i := range k {
+		m := history[i]
+		if m.Type != "chat" || !(m.Role == RoleUser || m.Role == RoleAssistant && !m.HasToolCalls) {
+			continue
+		}
+		excerpt, truncated := refExcerpt(m.Text)
+		if excerpt == "" {
+			continue
+		}
+		list := s.Buckets.Get(refClassify(m.Text))
+		*list = append(*list, Entry{Role: m.Role, MessageID: m.ID, Index: i, Excerpt: excerpt, Truncated: truncated})
+		if len(*list) > DefaultMaxEntriesPerBucket {
+			*list = slices.Delete(*list, 0, 1)
+			s.OmittedEntries++
+		}
+		for s.Buckets.Len() > 0 && EstimateTokens(len(Render(&s).Content)) > DefaultMaxTokens {
+			var largest *[]Entry
+			for _, b := range []Bucket{RecentContext, OpenWork, Decisions, Constraints} {
+				if l := s.Buckets.Get(b); largest == nil || len(*l) > len(*largest) {
+					largest = l
+				}
+			}
+			*largest = slices.Delete(*largest, 0, 1)
+			s.OmittedEntries++
+		}
+	}
+	s.MessageCount = len(history)
+	s.PrefixDigest, _ = PrefixDigest(history, k)
+	if k > 0 {
+		s.Version = 1
+	}
+	return s
+}
+
+// checkBounds checks what must hold of every state.
+func checkBounds(tb testing.TB, s *State) {
+	tb.Helper()
+	if s.Buckets.Len() > 4*DefaultMaxEntriesPerBucket {
+		tb.Errorf("%d entries", s.Buckets.Len())
+	}
+	for b := range numBuckets {
+		list := *s.Buckets.Get(b)
+		if len(list) > DefaultMaxEntriesPerBucket {
+			tb.Errorf("bucket %v has %d entries", b, len(list))
+		}
+		for i, e := range list {
+			if e.Excerpt == "" || len(e.Excerpt) > DefaultMaxExcerptBytes || !utf8.ValidString(e.Excerpt) {
+				tb.Errorf("bucket %v entry %d: bad excerpt of %d bytes", b, i, len(e.Excerpt))
+			}
+			if e.Index < 0 || e.Index >= s.Cursor {
+				tb.Errorf("bucket %v entry %d: index %d outside [0, %d)", b, i, e.Index, s.Cursor)
+			}
+			if e.Role != RoleUser && e.Role != RoleAssistant {
+				tb.Errorf("bucket %v entry %d: role %q", b, i, e.Role)
+			}
+			if i > 0 && list[i-1].Index >= e.Index {
+				tb.Errorf("bucket %v not oldest first", b)
+			}
+		}
+	}
+	if s.Cursor > s.MessageCount {
+		tb.Errorf("cursor %d > message_count %d", s.Cursor, s.MessageCount)
+	}
+	if got, want := renderedLen(s.OmittedEntries, &s.Buckets), len(appendEnvelope(nil, s.OmittedEntries, &s.Buckets)); got != want {
+		tb.Errorf("renderedLen = %d, len(appendEnvelope) = %d", got, want)
+	}
+	m := Render(s)
+	switch {
+	case s.Buckets.Len() == 0 && s.Cursor == 0:
+		if m != nil {
+			tb.Errorf("Render = %+v, want nil", m)
+		}
+	case s.Buckets.Len() == 0:
+		if m == nil || m.Content != Sentinel {
+			tb.Errorf("Render = %+v, want the sentinel", m)
+		}
+	default:
+		if m == nil || m.Role != RoleAssistant {
+			tb.Fatalf("Render = %+v, want an assistant message", m)
+		}
+		if n := EstimateTokens(len(m.Content)); n > DefaultMaxTokens {
+			tb.Errorf("rendered message is %d tokens, more than %d", n, DefaultMaxTokens)
+		}
+		var env envelope
+		if err := json.Unmarshal([]byte(m.Content), &env); err != nil {
+			tb.Fatalf("envelope is not valid JSON: %v", err)
+		}
+		if env.OmittedEntries != s.OmittedEntries {
+			tb.Errorf("envelope omitted_entries = %d, want %d", env.OmittedEntries, s.OmittedEntries)
+		}
+		if diff := cmp.Diff(s.Buckets, env.Buckets.clone()); diff != "" {
+			tb.Errorf("envelope buckets differ (-state +envelope):\n%s", diff)
+		}
+	}
+}
+
+// evidentialCount counts the messages of history[:k] that make an entry.
+func evidentialCount(history []Message, k int) int {
+	n := 0
+	for i := range k {
+		if history[i].Evidential() && strings.TrimSpace(history[i].Text) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+const propertySeeds = 300
+
+// TestPropertyCoalescing checks §4.9: however a history arrives — in one
+// snapshot, in growing snapshots, with stale and repeated ones between — the
+// state (all but version) equals one fold over it, and equals the reference
+// model. Bounds hold after every step.
+func TestPropertyCoalescing(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(propertySeeds) {
+		r := rand.New(rand.NewPCG(seed, 0xc0a1e5ce))
+		history, _ := randomHistory(t, r, 1+r.IntN(80))
+		one, _ := fold(t, NewState(), history)
+		checkBounds(t, &one)
+		k := max(0, NewestRequest(history))
+		if diff := cmp.Diff(referenceFold(history, k), one, ignoreVersion); diff != "" {
+			t.Fatalf("seed %d: one fold differs from the reference model (-want +got):\n%s", seed, diff)
+		}
+		if got, want := one.Buckets.Len()+one.OmittedEntries, evidentialCount(history, k); got != want {
+			t.Fatalf("seed %d: entries + omitted = %d, want %d evidential messages", seed, got, want)
+		}
+
+		s := NewState()
+		var applied int64
+		cuts := []int{}
+		for range r.IntN(8) {
+			cuts = append(cuts, r.IntN(len(history)+1))
+		}
+		slices.Sort(cuts)
+		cuts = append(cuts, len(history))
+		for i, c := range cuts {
+			snapshot := history[:c]
+			if i > 0 && i < len(cuts)-1 && r.IntN(3) == 0 {
+				// A stale or repeated snapshot arrives late.
+				snapshot = history[:cuts[r.IntN(i)]]
+			}
+			before := s.Clone()
+			next, outcome := fold(t, s, snapshot)
+			switch outcome {
+			case Applied:
+				applied++
+				if next.Cursor <= before.Cursor {
+					t.Fatalf("seed %d: applied without moving the cursor", seed)
+				}
+			case Stale, PrefixMismatch:
+				if diff := cmp.Diff(before, next); diff != "" {
+					t.Fatalf("seed %d: %v changed the state:\n%s", seed, outcome, diff)
+				}
+			}
+			if next.Version != applied {
+				t.Fatalf("seed %d: version %d after %d applied folds", seed, next.Version, applied)
+			}
+			if next.Cursor < before.Cursor {
+				t.Fatalf("seed %d: cursor moved back from %d to %d", seed, before.Cursor, next.Cursor)
+			}
+			checkBounds(t, &next)
+			s = next
+		}
+		if diff := cmp.Diff(one, s, ignoreVersion); diff != "" {
+			t.Fatalf("seed %d: growing snapshots %v differ from one fold (-one +growing):\n%s", seed, cuts, diff)
+		}
+		if t.Failed() {
+			t.Fatalf("seed %d failed", seed)
+		}
+	}
+}
+
+// TestPropertySummarisePieces checks that Summarise over [cursor, k) in
+// pieces equals one Fold.
+func TestPropertySummarisePieces(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(propertySeeds) {
+		r := rand.New(rand.NewPCG(seed, 0x5a3))
+		history, _ := randomHistory(t, r, 1+r.IntN(80))
+		want, _ := fold(t, NewState(), history)
+		k := NewestRequest(history)
+		s := NewState()
+		for a := 0; a < k; {
+			b := min(k, a+1+r.IntN(10))
+			s.Summarise(history[a:b], chainOf(t, history, b), nil)
+			checkBounds(t, &s)
+			a = b
+		}
+		s.MessageCount = len(history)
+		if diff := cmp.Diff(want, s, ignoreVersion); diff != "" {
+			t.Fatalf("seed %d: Summarise in pieces differs from one Fold (-fold +pieces):\n%s", seed, diff)
+		}
+	}
+}
+
+// TestPropertyRenderWithin checks RenderWithin over random states and
+// budgets: the message fits, is valid JSON, drops entries in eviction order
+// and counts them.
+func TestPropertyRenderWithin(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(propertySeeds) {
+		r := rand.New(rand.NewPCG(seed, 0x7e))
+		history, _ := randomHistory(t, r, 1+r.IntN(60))
+		s, _ := fold(t, NewState(), history)
+		budget := r.IntN(DefaultMaxTokens + 200)
+		full := Render(&s)
+		m := RenderWithin(&s, budget)
+		if m == nil {
+			if full != nil && s.Buckets.Len() > 0 && EstimateTokens(len(appendEnvelope(nil, s.OmittedEntries+s.Buckets.Len(), &Buckets{}))) <= budget {
+				t.Fatalf("seed %d: RenderWithin(%d) = nil although an empty envelope fits", seed, budget)
+			}
+			continue
+		}
+		if n := EstimateTokens(len(m.Content)); n > budget {
+			t.Fatalf("seed %d: RenderWithin(%d) is %d tokens", seed, budget, n)
+		}
+		if full != nil && EstimateTokens(len(full.Content)) <= budget && m.Content != full.Content {
+			t.Fatalf("seed %d: RenderWithin(%d) differs from Render although it fits", seed, budget)
+		}
+		if m.Content == Sentinel {
+			continue
+		}
+		var env envelope
+		if err := json.Unmarshal([]byte(m.Content), &env); err != nil {
+			t.Fatalf("seed %d: not JSON: %v", seed, err)
+		}
+		if got, want := env.Buckets.Len()+env.OmittedEntries, s.Buckets.Len()+s.OmittedEntries; got != want {
+			t.Fatalf("seed %d: entries + omitted = %d, want %d", seed, got, want)
+		}
+		// What is kept is the newest of each bucket.
+		for b := range numBuckets {
+			kept, all := *env.Buckets.Get(b), *s.Buckets.Get(b)
+			if diff := cmp.Diff(all[len(all)-len(kept):], kept, cmp.Comparer(func(a, b []Entry) bool { return slices.Equal(a, b) })); diff != "" {
+				t.Fatalf("seed %d: bucket %v keeps other than its newest entries:\n%s", seed, b, diff)
+			}
+		}
+	}
+}
