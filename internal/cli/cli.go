@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // Env is what a command may touch of its process.
@@ -94,17 +95,31 @@ func signalContext(parent context.Context) (context.Context, func()) {
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
+		var first time.Time
 		select {
 		case <-ch:
+			first = time.Now()
 			cancel()
 		case <-done:
 			return
 		}
-		select {
-		case <-ch:
-			fmt.Fprintln(os.Stderr, "recall: second signal, exiting at once")
-			os.Exit(1)
-		case <-done:
+		for {
+			select {
+			case sig := <-ch:
+				// A signal sent to the process and to its group arrives
+				// twice within microseconds: that is still the first.
+				if time.Since(first) < 50*time.Millisecond {
+					continue
+				}
+				fmt.Fprintln(os.Stderr, "recall: second signal, exiting at once")
+				code := 1
+				if s, ok := sig.(syscall.Signal); ok {
+					code = 128 + int(s)
+				}
+				os.Exit(code)
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {
