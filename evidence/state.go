@@ -162,9 +162,12 @@ func (s *State) add(m *Message, index int, c *Config) {
 	}
 	b := c.Classifier.Classify(m.Text)
 	list := s.Buckets.Get(b)
-	*list = append(*list, Entry{Role: m.Role, MessageID: m.ID, Index: index, Excerpt: excerpt, Truncated: truncated})
+	// The excerpt is a substring of the message's text and the id is the
+	// message's own: copies keep the state from holding the history alive.
+	*list = append(*list, Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: index, Excerpt: strings.Clone(excerpt), Truncated: truncated})
 	for len(*list) > c.MaxEntriesPerBucket {
-		*list = (*list)[1:]
+		// Copy rather than reslice so that evicted excerpts can be freed.
+		*list = append((*list)[:0:0], (*list)[1:]...)
 		s.OmittedEntries++
 	}
 	for s.Buckets.Len() > 0 && EstimateTokens(renderedLen(s.OmittedEntries, &s.Buckets)) > c.MaxTokens {

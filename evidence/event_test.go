@@ -1,0 +1,323 @@
+package evidence
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// eventJSON returns a valid snapshot event with changes applied: a value of
+// deleteField removes the member.
+func eventJSON(changes map[string]any) string {
+	ev := map[string]any{
+		"schema":          Schema,
+		"kind":            "snapshot",
+		"event_id":        "0f8c",
+		"user_id":         "u-42",
+		"conversation_id": "c-7",
+		"offset":          0,
+		"prefix_digest":   nil,
+		"messages": []any{
+			map[string]any{"id": "m0", "role": "user", "content": "We must ship by Friday."},
+			map[string]any{"id": "m1", "role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "t1", "name": "search", "args": map[string]any{}}}},
+			map[string]any{"id": "m2", "role": "tool", "tool_call_id": "t1", "content": "{}", "artifact": map[string]any{"rows": []any{}}},
+			map[string]any{"id": "m3", "role": "assistant", "content": "Agreed: we'll use Postgres."},
+			map[string]any{"id": "m4", "role": "user", "content": "Next, draft the schema."},
+		},
+	}
+	for k, v := range changes {
+		if v == deleteField {
+			delete(ev, k)
+			continue
+		}
+		ev[k] = v
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+type deleteMarker struct{}
+
+var deleteField = deleteMarker{}
+
+var baseEventMessages = func() []Message {
+	var raw struct{ Messages []json.RawMessage }
+	if err := json.Unmarshal([]byte(eventJSON(nil)), &raw); err != nil {
+		panic(err)
+	}
+	msgs, err := decodeRawMessages(raw.Messages)
+	if err != nil {
+		panic(err)
+	}
+	return msgs
+}()
+
+// parseEventTests are shared with FuzzParseEvent as seeds.
+var parseEventTests = []struct {
+	name       string
+	in         string
+	limits     Limits
+	wantReason Reason // "" for accepted
+}{
+	// Accepted.
+	{name: "snapshot", in: eventJSON(nil)},
+	{name: "kind absent", in: eventJSON(map[string]any{"kind": deleteField})},
+	{name: "kind null", in: eventJSON(map[string]any{"kind": nil})},
+	{name: "offset and prefix absent", in: eventJSON(map[string]any{"offset": deleteField, "prefix_digest": deleteField})},
+	{name: "offset 0 with the start digest", in: eventJSON(map[string]any{"prefix_digest": ChainStart().String()})},
+	{name: "empty snapshot", in: eventJSON(map[string]any{"messages": []any{}})},
+	{name: "mixed forms", in: eventJSON(map[string]any{"messages": []any{
+		map[string]any{"type": "human", "data": map[string]any{"content": "hi"}},
+		map[string]any{"lc": 1, "type": "constructor", "id": []string{"AIMessage"}, "kwargs": map[string]any{"content": "yo"}},
+	}})},
+	{name: "delete", in: eventJSON(map[string]any{"kind": "delete", "messages": deleteField})},
+	{name: "delete with empty messages", in: eventJSON(map[string]any{"kind": "delete", "messages": []any{}})},
+	{name: "keys of 256 bytes", in: eventJSON(map[string]any{"user_id": strings.Repeat("é", 128), "conversation_id": strings.Repeat("x", 256)})},
+	{name: "whitespace around", in: "\n  " + eventJSON(nil) + "\n"},
+	{name: "unknown members ignored", in: eventJSON(map[string]any{"publisher": "x"})},
+
+	// Malformed.
+	{name: "not JSON", in: `{"schema":`, wantReason: ReasonMalformed},
+	{name: "empty", in: ``, wantReason: ReasonMalformed},
+	{name: "text", in: `hello ` + marker, wantReason: ReasonMalformed},
+	{name: "two objects", in: eventJSON(nil) + `{}`, wantReason: ReasonMalformed},
+	{name: "invalid UTF-8 in a string", in: strings.Replace(eventJSON(nil), "Friday", "Fri\xffday", 1), wantReason: ReasonMalformed},
+	{name: "invalid UTF-8 in a key", in: strings.Replace(eventJSON(nil), `"user_id"`, "\"user_id\xc3\"", 1), wantReason: ReasonMalformed},
+	{name: "surrogate bytes", in: strings.Replace(eventJSON(nil), "Friday", "\xed\xa0\x80", 1), wantReason: ReasonMalformed},
+
+	// Invalid.
+	{name: "a list", in: `[` + eventJSON(nil) + `]`, wantReason: ReasonInvalid},
+	{name: "a string", in: `"x"`, wantReason: ReasonInvalid},
+	{name: "null", in: `null`, wantReason: ReasonInvalid},
+	{name: "schema missing", in: eventJSON(map[string]any{"schema": deleteField}), wantReason: ReasonInvalid},
+	{name: "schema not a string", in: eventJSON(map[string]any{"schema": 1}), wantReason: ReasonInvalid},
+	{name: "kind unknown", in: eventJSON(map[string]any{"kind": "append"}), wantReason: ReasonInvalid},
+	{name: "kind not a string", in: eventJSON(map[string]any{"kind": true}), wantReason: ReasonInvalid},
+	{name: "event_id missing", in: eventJSON(map[string]any{"event_id": deleteField}), wantReason: ReasonInvalid},
+	{name: "event_id empty", in: eventJSON(map[string]any{"event_id": ""}), wantReason: ReasonInvalid},
+	{name: "event_id a number", in: eventJSON(map[string]any{"event_id": 7}), wantReason: ReasonInvalid},
+	{name: "event_id with NUL", in: eventJSON(map[string]any{"event_id": "a\x00b"}), wantReason: ReasonInvalid},
+	{name: "user_id missing", in: eventJSON(map[string]any{"user_id": deleteField}), wantReason: ReasonInvalid},
+	{name: "user_id null", in: eventJSON(map[string]any{"user_id": nil}), wantReason: ReasonInvalid},
+	{name: "user_id empty", in: eventJSON(map[string]any{"user_id": ""}), wantReason: ReasonInvalid},
+	{name: "user_id a number", in: eventJSON(map[string]any{"user_id": 42}), wantReason: ReasonInvalid},
+	{name: "user_id a list", in: eventJSON(map[string]any{"user_id": []string{"u"}}), wantReason: ReasonInvalid},
+	{name: "user_id of 257 bytes", in: eventJSON(map[string]any{"user_id": strings.Repeat("x", 257)}), wantReason: ReasonInvalid},
+	{name: "user_id of 129 two-byte characters", in: eventJSON(map[string]any{"user_id": strings.Repeat("é", 129)}), wantReason: ReasonInvalid},
+	{name: "user_id with NUL", in: eventJSON(map[string]any{"user_id": "u\x00"}), wantReason: ReasonInvalid},
+	{name: "conversation_id missing", in: eventJSON(map[string]any{"conversation_id": deleteField}), wantReason: ReasonInvalid},
+	{name: "conversation_id empty", in: eventJSON(map[string]any{"conversation_id": ""}), wantReason: ReasonInvalid},
+	{name: "conversation_id of 257 bytes", in: eventJSON(map[string]any{"conversation_id": strings.Repeat("c", 257)}), wantReason: ReasonInvalid},
+	{name: "conversation_id with NUL", in: eventJSON(map[string]any{"conversation_id": "\x00"}), wantReason: ReasonInvalid},
+	{name: "conversation_id an object", in: eventJSON(map[string]any{"conversation_id": map[string]any{}}), wantReason: ReasonInvalid},
+	{name: "offset negative", in: eventJSON(map[string]any{"offset": -1}), wantReason: ReasonInvalid},
+	{name: "offset fractional", in: eventJSON(map[string]any{"offset": 1.5}), wantReason: ReasonInvalid},
+	{name: "offset a string", in: eventJSON(map[string]any{"offset": "3"}), wantReason: ReasonInvalid},
+	{name: "offset huge", in: strings.Replace(eventJSON(nil), `"offset":0`, `"offset":99999999999999999999999`, 1), wantReason: ReasonInvalid},
+	{name: "append without prefix_digest", in: eventJSON(map[string]any{"offset": 3}), wantReason: ReasonInvalid},
+	{name: "prefix_digest upper case", in: eventJSON(map[string]any{"offset": 3, "prefix_digest": strings.ToUpper(ChainStart().String())}), wantReason: ReasonInvalid},
+	{name: "prefix_digest short", in: eventJSON(map[string]any{"offset": 3, "prefix_digest": "abc"}), wantReason: ReasonInvalid},
+	{name: "prefix_digest not hex", in: eventJSON(map[string]any{"offset": 3, "prefix_digest": strings.Repeat("z", 64)}), wantReason: ReasonInvalid},
+	{name: "prefix_digest a number", in: eventJSON(map[string]any{"offset": 3, "prefix_digest": 5}), wantReason: ReasonInvalid},
+	{name: "prefix_digest other than the start at offset 0", in: eventJSON(map[string]any{"prefix_digest": strings.Repeat("0", 64)}), wantReason: ReasonInvalid},
+	{name: "messages missing", in: eventJSON(map[string]any{"messages": deleteField}), wantReason: ReasonInvalid},
+	{name: "messages null", in: eventJSON(map[string]any{"messages": nil}), wantReason: ReasonInvalid},
+	{name: "messages an object", in: eventJSON(map[string]any{"messages": map[string]any{"role": "user"}}), wantReason: ReasonInvalid},
+	{name: "messages a string", in: eventJSON(map[string]any{"messages": marker}), wantReason: ReasonInvalid},
+	{name: "message with unknown role", in: eventJSON(map[string]any{"messages": []any{map[string]any{"role": marker, "content": marker}}}), wantReason: ReasonInvalid},
+	{name: "message not an object", in: eventJSON(map[string]any{"messages": []any{marker}}), wantReason: ReasonInvalid},
+	{name: "message with bad content", in: eventJSON(map[string]any{"messages": []any{map[string]any{"role": "user", "content": 7, "id": marker}}}), wantReason: ReasonInvalid},
+	{name: "message that cannot be canonicalised", in: `{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[{"role":"tool","artifact":{"k":"` + marker + `","k":1}}]}`, wantReason: ReasonInvalid},
+	{name: "delete with messages", in: eventJSON(map[string]any{"kind": "delete"}), wantReason: ReasonInvalid},
+
+	// Unsupported schema.
+	{name: "schema v2", in: eventJSON(map[string]any{"schema": "recall.checkpoint.v2"}), wantReason: ReasonUnsupportedSchema},
+	{name: "schema empty", in: eventJSON(map[string]any{"schema": ""}), wantReason: ReasonUnsupportedSchema},
+	{name: "schema other case", in: eventJSON(map[string]any{"schema": "Recall.Checkpoint.V1"}), wantReason: ReasonUnsupportedSchema},
+
+	// Too large.
+	{name: "too many bytes", in: eventJSON(nil), limits: Limits{MaxEventBytes: 100}, wantReason: ReasonTooLarge},
+	{name: "too many bytes and not JSON", in: `{"x":"` + strings.Repeat("x", 200), limits: Limits{MaxEventBytes: 100}, wantReason: ReasonTooLarge},
+	{name: "too many messages", in: eventJSON(nil), limits: Limits{MaxMessages: 4}, wantReason: ReasonTooLarge},
+	{name: "as many messages as allowed", in: eventJSON(nil), limits: Limits{MaxMessages: 5}},
+	{name: "as many bytes as allowed", in: eventJSON(nil), limits: Limits{MaxEventBytes: len(eventJSON(nil))}},
+}
+
+func TestParseEvent(t *testing.T) {
+	t.Parallel()
+	for _, tt := range parseEventTests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ev, err := ParseEvent([]byte(tt.in), tt.limits)
+			if tt.wantReason == "" {
+				if err != nil {
+					t.Fatalf("ParseEvent: %v", err)
+				}
+				if len(ev.Digests) != len(ev.Messages) {
+					t.Errorf("%d digests for %d messages", len(ev.Digests), len(ev.Messages))
+				}
+				for i := range ev.Messages {
+					if d, _ := ev.Messages[i].Digest(); d != ev.Digests[i] {
+						t.Errorf("Digests[%d] differs from the message's digest", i)
+					}
+				}
+				return
+			}
+			var re *RejectError
+			if !errors.As(err, &re) {
+				t.Fatalf("ParseEvent error = %v (%T), want *RejectError %s", err, err, tt.wantReason)
+			}
+			if ev != nil {
+				t.Errorf("ParseEvent returned an event with an error")
+			}
+			if re.Reason != tt.wantReason {
+				t.Errorf("Reason = %s (%s), want %s", re.Reason, re.Detail, tt.wantReason)
+			}
+			if strings.Contains(err.Error(), marker) {
+				t.Errorf("error %q quotes message text", err)
+			}
+			if re.Detail == "" || !strings.HasPrefix(err.Error(), string(re.Reason)+": ") {
+				t.Errorf("Error() = %q, want the reason and a detail", err)
+			}
+		})
+	}
+}
+
+func TestParseEventFields(t *testing.T) {
+	t.Parallel()
+	prefix3 := chainOf(t, baseEventMessages, 3)
+	tests := []struct {
+		name string
+		in   string
+		want Event
+	}{
+		{
+			name: "snapshot",
+			in:   eventJSON(nil),
+			want: Event{Schema: Schema, Kind: KindSnapshot, EventID: "0f8c", UserID: "u-42", ConversationID: "c-7", PrefixDigest: ChainStart(), Messages: baseEventMessages},
+		},
+		{
+			name: "append",
+			in:   eventJSON(map[string]any{"event_id": "e2", "offset": 3, "prefix_digest": prefix3.String(), "messages": []any{map[string]any{"id": "m3", "role": "assistant", "content": "Agreed: we'll use Postgres."}, map[string]any{"id": "m4", "role": "user", "content": "Next, draft the schema."}}}),
+			want: Event{Schema: Schema, Kind: KindSnapshot, EventID: "e2", UserID: "u-42", ConversationID: "c-7", Offset: 3, PrefixDigest: prefix3, Messages: baseEventMessages[3:]},
+		},
+		{
+			name: "delete",
+			in:   eventJSON(map[string]any{"kind": "delete", "messages": deleteField, "offset": 9}),
+			want: Event{Schema: Schema, Kind: KindDelete, EventID: "0f8c", UserID: "u-42", ConversationID: "c-7"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ev, err := ParseEvent([]byte(tt.in), Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := *ev
+			got.Digests = nil
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b json.RawMessage) bool { return string(a) == string(b) })); diff != "" {
+				t.Errorf("event mismatch (-want +got):\n%s", diff)
+			}
+			if got, want := ev.End(), tt.want.Offset+len(tt.want.Messages); got != want {
+				t.Errorf("End() = %d, want %d", got, want)
+			}
+		})
+	}
+
+	// An append event's chain continues its prefix digest to the digest of
+	// the whole history.
+	ev, err := ParseEvent([]byte(eventJSON(map[string]any{"offset": 3, "prefix_digest": prefix3.String(), "messages": []any{map[string]any{"id": "m3", "role": "assistant", "content": "Agreed: we'll use Postgres."}}})), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ev.PrefixDigest.Next(ev.Digests[0]), chainOf(t, baseEventMessages, 4); got != want {
+		t.Errorf("prefix digest extended by the event = %s, want %s", got, want)
+	}
+}
+
+func TestParseEventDefaultLimits(t *testing.T) {
+	t.Parallel()
+	big := eventJSON(map[string]any{"event_id": strings.Repeat("e", DefaultMaxEventBytes)})
+	if _, err := ParseEvent([]byte(big), Limits{}); !isReason(err, ReasonTooLarge) {
+		t.Errorf("event of %d bytes: error %v, want too_large", len(big), err)
+	}
+	msgs := make([]any, DefaultMaxMessages+1)
+	for i := range msgs {
+		msgs[i] = map[string]any{"role": "user"}
+	}
+	many := eventJSON(map[string]any{"messages": msgs})
+	if _, err := ParseEvent([]byte(many), Limits{}); !isReason(err, ReasonTooLarge) {
+		t.Errorf("event of %d messages: error %v, want too_large", len(msgs), err)
+	}
+	if _, err := ParseEvent([]byte(eventJSON(map[string]any{"messages": msgs[:DefaultMaxMessages]})), Limits{}); err != nil {
+		t.Errorf("event of %d messages: %v", DefaultMaxMessages, err)
+	}
+}
+
+func isReason(err error, r Reason) bool {
+	var re *RejectError
+	return errors.As(err, &re) && re.Reason == r
+}
+
+func TestReasons(t *testing.T) {
+	t.Parallel()
+	want := []Reason{"malformed", "invalid", "unsupported_schema", "too_large", "prefix_mismatch", "gap", "deleted"}
+	if diff := cmp.Diff(want, Reasons); diff != "" {
+		t.Errorf("Reasons (-want +got):\n%s", diff)
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		wantErr bool
+	}{
+		{name: "plain", in: "u-42"},
+		{name: "unicode", in: "ユーザー"},
+		{name: "256 bytes", in: strings.Repeat("x", 256)},
+		{name: "empty", in: "", wantErr: true},
+		{name: "257 bytes", in: strings.Repeat("x", 257), wantErr: true},
+		{name: "NUL", in: "a\x00", wantErr: true},
+		{name: "invalid UTF-8", in: "a\xff", wantErr: true},
+	}
+	for _, tt := range tests {
+		err := ValidateKey("user_id", tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: ValidateKey error = %v, want error %v", tt.name, err, tt.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "user_id") {
+			t.Errorf("%s: error %q does not name the field", tt.name, err)
+		}
+	}
+}
+
+func TestProbeKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                          string
+		in                            string
+		wantUser, wantConv, wantEvent string
+	}{
+		{name: "valid", in: eventJSON(nil), wantUser: "u-42", wantConv: "c-7", wantEvent: "0f8c"},
+		{name: "invalid event with strings", in: `{"user_id":"u","conversation_id":"c","event_id":"e","schema":9}`, wantUser: "u", wantConv: "c", wantEvent: "e"},
+		{name: "wrong types", in: `{"user_id":1,"conversation_id":["c"],"event_id":"e"}`, wantEvent: "e"},
+		{name: "not JSON", in: `{"user_id":"u"`},
+		{name: "invalid UTF-8", in: "{\"user_id\":\"u\xff\"}"},
+		{name: "a list", in: `[1]`},
+	}
+	for _, tt := range tests {
+		u, c, e := ProbeKey([]byte(tt.in))
+		if u != tt.wantUser || c != tt.wantConv || e != tt.wantEvent {
+			t.Errorf("%s: ProbeKey = %q, %q, %q; want %q, %q, %q", tt.name, u, c, e, tt.wantUser, tt.wantConv, tt.wantEvent)
+		}
+	}
+}
