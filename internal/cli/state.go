@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -68,13 +69,13 @@ func runState(ctx context.Context, env *Env, args []string) error {
 		doc = rec.AppendJSON(nil, false)
 	}
 	if *format == "json" {
-		var v any
-		if err := json.Unmarshal(doc, &v); err != nil {
+		var out bytes.Buffer
+		if err := json.Indent(&out, doc, "", "  "); err != nil {
 			return err
 		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		out.WriteByte('\n')
+		_, err := env.Stdout.Write(out.Bytes())
+		return err
 	}
 	s, err := rec.State()
 	if err != nil {
