@@ -1,0 +1,256 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/metrics"
+)
+
+// Source is what the handler reads and deletes evidence through.
+type Source interface {
+	// Evidence returns the stored record; for an unknown or deleted key a
+	// Record with only the key set (Version 0, Body nil).
+	Evidence(ctx context.Context, userID, conversationID string) (evidence.Record, error)
+	// DeleteConversation deletes evidence and held messages and writes a
+	// tombstone. It is idempotent.
+	DeleteConversation(ctx context.Context, userID, conversationID string) error
+}
+
+// Notifier wakes long-polling requests.
+type Notifier interface {
+	// Subscribe returns a channel that receives after each state change of
+	// the key (and whenever changes may have been missed, such as after a
+	// reconnect), and a function that ends the subscription. The channel
+	// is never closed; receivers re-read the state on each wake-up.
+	Subscribe(userID, conversationID string) (<-chan struct{}, func())
+}
+
+// DefaultMaxWait is the longest wait a request may ask for (§6).
+const DefaultMaxWait = 30 * time.Second
+
+// DefaultReadyTimeout bounds one /readyz check.
+const DefaultReadyTimeout = 2 * time.Second
+
+// Config configures a Handler.
+type Config struct {
+	// JWTSecret is the HS256 key bearer tokens are signed with. Required;
+	// set RECALL_JWT_SECRET.
+	JWTSecret []byte
+	// Notifier wakes long-polling requests (?min_cursor=N&wait=D) when a
+	// conversation's state changes; usually a *store.Listener. Required.
+	Notifier Notifier
+	// Ready reports whether the process's dependencies (Postgres, NATS) are
+	// reachable, for /readyz. Defaults to always ready.
+	Ready func(ctx context.Context) error
+	// ReadyTimeout bounds one call to Ready. Defaults to 2s.
+	ReadyTimeout time.Duration
+	// MaxWait is the longest wait a request may ask for; longer ones are
+	// answered 400. Defaults to 30s.
+	MaxWait time.Duration
+	// Metrics receives request counts, latencies and the waiter gauge, and
+	// is served on /metrics. Defaults to a fresh metrics.New().
+	Metrics *metrics.Metrics
+	// Logger receives server errors (never ids or message text). Defaults
+	// to a logger that discards.
+	Logger *slog.Logger
+}
+
+// Handler serves the read API. It is an http.Handler.
+type Handler struct {
+	src          Source
+	notifier     Notifier
+	secret       []byte
+	parser       *jwt.Parser
+	tokens       tokenCache
+	ready        func(ctx context.Context) error
+	readyTimeout time.Duration
+	maxWait      time.Duration
+	metrics      *metrics.Metrics
+	logger       *slog.Logger
+	mux          *http.ServeMux
+
+	draining  atomic.Bool
+	drainOnce sync.Once
+	drained   chan struct{} // closed by SetDraining
+}
+
+// Route patterns; they are also the "route" label of the HTTP metrics.
+const (
+	routeEvidence = "GET /v1/users/{user_id}/conversations/{conversation_id}/evidence"
+	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
+	routeHealthz  = "GET /healthz"
+	routeReadyz   = "GET /readyz"
+	routeMetrics  = "GET /metrics"
+	// routeUnmatched labels requests that match no route (404, 405).
+	routeUnmatched = "unmatched"
+)
+
+// New returns a Handler that reads through src.
+func New(src Source, cfg *Config) (*Handler, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	switch {
+	case src == nil:
+		return nil, errors.New("api: src must not be nil: pass the store the API reads from")
+	case len(cfg.JWTSecret) == 0:
+		return nil, errors.New("api: Config.JWTSecret must be set: set RECALL_JWT_SECRET to the HS256 secret tokens are signed with")
+	case cfg.Notifier == nil:
+		return nil, errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
+	case cfg.MaxWait < 0:
+		return nil, fmt.Errorf("api: Config.MaxWait is %v: it must be positive, or 0 for the default %v", cfg.MaxWait, DefaultMaxWait)
+	case cfg.ReadyTimeout < 0:
+		return nil, fmt.Errorf("api: Config.ReadyTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadyTimeout, DefaultReadyTimeout)
+	}
+	h := &Handler{
+		src:      src,
+		notifier: cfg.Notifier,
+		secret:   append([]byte(nil), cfg.JWTSecret...),
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithExpirationRequired(),
+		),
+		ready:        cfg.Ready,
+		readyTimeout: cmp.Or(cfg.ReadyTimeout, DefaultReadyTimeout),
+		maxWait:      cmp.Or(cfg.MaxWait, DefaultMaxWait),
+		metrics:      cfg.Metrics,
+		logger:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		mux:          http.NewServeMux(),
+		drained:      make(chan struct{}),
+	}
+	if h.ready == nil {
+		h.ready = func(context.Context) error { return nil }
+	}
+	if h.metrics == nil {
+		h.metrics = metrics.New()
+	}
+	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
+	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
+	h.mux.HandleFunc(routeHealthz, h.healthz)
+	h.mux.HandleFunc(routeReadyz, h.readyz)
+	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
+	return h, nil
+}
+
+// MaxWait returns the longest wait a request may ask for.
+func (h *Handler) MaxWait() time.Duration { return h.maxWait }
+
+// SetDraining makes /readyz answer 503 from now on, so that load balancers
+// stop sending requests, and answers waiting requests at once with the state
+// they have. Call it when shutdown begins, before http.Server.Shutdown.
+func (h *Handler) SetDraining() {
+	h.drainOnce.Do(func() {
+		h.draining.Store(true)
+		close(h.drained)
+	})
+}
+
+// ServeHTTP routes the request and records its metrics.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, r: r}
+	h.mux.ServeHTTP(sw, r)
+	route := routeLabel(r)
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	h.metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	h.metrics.HTTPSeconds.WithLabelValues(route).Observe(time.Since(start).Seconds())
+}
+
+// routeLabel is the route pattern the mux matched, never the raw path.
+func routeLabel(r *http.Request) string {
+	return cmp.Or(r.Pattern, routeUnmatched)
+}
+
+// handle adapts a handler that returns an error.
+func (h *Handler) handle(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	}
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+}
+
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.draining.Load() {
+		writeErrorBody(w, http.StatusServiceUnavailable, CodeDraining, "the process is shutting down")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.readyTimeout)
+	defer cancel()
+	if err := h.ready(ctx); err != nil {
+		h.logger.WarnContext(ctx, "api: not ready", slog.String("error", err.Error()))
+		writeErrorBody(w, http.StatusServiceUnavailable, CodeNotReady, "a dependency (Postgres or NATS) is not reachable")
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`+"\n"))
+}
+
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// statusWriter records the status of a response. When the mux matched no
+// route (r.Pattern is empty), it turns the mux's plain-text 404 and 405
+// into the contract's error body, keeping the Allow header.
+type statusWriter struct {
+	http.ResponseWriter
+	r       *http.Request
+	status  int
+	swallow bool // the mux's own body is dropped
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = code
+	if w.r.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		w.swallow = true
+		h := w.ResponseWriter.Header()
+		h.Del("X-Content-Type-Options")
+		if code == http.StatusNotFound {
+			writeErrorBody(w.ResponseWriter, code, CodeNotFound, "no such route")
+		} else {
+			writeErrorBody(w.ResponseWriter, code, CodeMethodNotAllowed, "method not allowed; allowed: "+h.Get("Allow"))
+		}
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,173 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ServiceScope is the scope that lets a token act for any user.
+const ServiceScope = "recall:service"
+
+// claims are the JWT claims the API reads.
+type claims struct {
+	jwt.RegisteredClaims
+	Scope scopes `json:"scope"`
+}
+
+// scopes is a scope claim: a space-separated string or a list of strings.
+type scopes []string
+
+func (s *scopes) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err == nil {
+		*s = strings.Fields(str)
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return errors.New("scope must be a string or a list of strings")
+	}
+	*s = list
+	return nil
+}
+
+// principal is who a verified token acts for.
+type principal struct {
+	subject string
+	service bool
+}
+
+// mayActFor reports whether p may read and delete userID's conversations.
+func (p principal) mayActFor(userID string) bool {
+	return p.service || (p.subject != "" && p.subject == userID)
+}
+
+var errNoToken = &Error{
+	Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+	Message: "missing bearer token: send Authorization: Bearer <JWT>",
+}
+
+// authenticate verifies the request's bearer token: HS256 only, exp
+// required, signed with the configured secret.
+func (h *Handler) authenticate(r *http.Request) (principal, error) {
+	auth := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return principal{}, errNoToken
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return principal{}, errNoToken
+	}
+	now := time.Now()
+	if p, ok := h.tokens.get(token, now); ok {
+		return p, nil
+	}
+	var c claims
+	if _, err := h.parser.ParseWithClaims(token, &c, h.key); err != nil {
+		return principal{}, &Error{
+			Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+			Message: "invalid bearer token: " + tokenProblem(err),
+		}
+	}
+	p := principal{subject: c.Subject, service: slices.Contains(c.Scope, ServiceScope)}
+	if !p.service && p.subject == "" {
+		return principal{}, &Error{
+			Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+			Message: "invalid bearer token: no sub claim and no " + ServiceScope + " scope",
+		}
+	}
+	// The parser requires exp, so it is set.
+	h.tokens.put(token, p, c.ExpiresAt.Time, c.NotBefore)
+	return p, nil
+}
+
+// maxCachedTokens bounds the verified-token cache.
+const maxCachedTokens = 4096
+
+// tokenCache remembers tokens that verified, so that a client that sends
+// the same token with every request pays for HMAC and JSON once. Only
+// verified tokens enter it, keyed by the whole token (signature included),
+// and an entry serves only within the token's own validity.
+type tokenCache struct {
+	mu      sync.RWMutex
+	entries map[string]cachedToken
+}
+
+type cachedToken struct {
+	p         principal
+	notBefore time.Time
+	expires   time.Time
+}
+
+func (c *tokenCache) get(token string, now time.Time) (principal, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[token]
+	c.mu.RUnlock()
+	if !ok || now.Before(e.notBefore) || !now.Before(e.expires) {
+		return principal{}, false
+	}
+	return e.p, true
+}
+
+func (c *tokenCache) put(token string, p principal, expires time.Time, nbf *jwt.NumericDate) {
+	e := cachedToken{p: p, expires: expires}
+	if nbf != nil {
+		e.notBefore = nbf.Time
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = make(map[string]cachedToken)
+	}
+	if len(c.entries) >= maxCachedTokens {
+		// Drop expired entries, and if that frees nothing, an arbitrary
+		// eighth: tokens are cheap to verify again.
+		now := time.Now()
+		for k, v := range c.entries {
+			if !now.Before(v.expires) {
+				delete(c.entries, k)
+			}
+		}
+		for k := range c.entries {
+			if len(c.entries) < maxCachedTokens*7/8 {
+				break
+			}
+			delete(c.entries, k)
+		}
+	}
+	c.entries[token] = e
+}
+
+func (h *Handler) key(t *jwt.Token) (any, error) {
+	if t.Method != jwt.SigningMethodHS256 {
+		return nil, jwt.ErrTokenSignatureInvalid
+	}
+	return h.secret, nil
+}
+
+// tokenProblem says what is wrong with a token in a few words, without
+// echoing any of it.
+func tokenProblem(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "exp is required"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "not valid yet"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "bad signature or algorithm (HS256 only)"
+	default:
+		return "invalid claims"
+	}
+}

@@ -1,0 +1,19 @@
+// Package api serves recall's read API (contract §6) over HTTP.
+//
+// Routes:
+//
+//	GET    /v1/users/{user_id}/conversations/{conversation_id}/evidence
+//	DELETE /v1/users/{user_id}/conversations/{conversation_id}
+//	GET    /healthz   process up
+//	GET    /readyz    dependencies reachable and not draining
+//	GET    /metrics   Prometheus exposition
+//
+// The evidence routes need an HS256 bearer JWT with exp. A token acts for
+// the user named by its sub claim; a token whose scope holds recall:service
+// acts for any user. Errors are {"error":{"code","message"}}.
+//
+// The handler reads through a small [Source] interface, so that it knows
+// nothing of Postgres, and long-polls (?min_cursor=N&wait=2s) on a
+// [Notifier] that wakes waiters when a conversation's state changes, so that
+// a waiting request costs no queries between changes.
+package api

@@ -1,0 +1,182 @@
+package api
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/recallhq/recall/evidence"
+)
+
+// conversation authorises the request and returns the key it names. Auth
+// comes first: a client learns nothing about ids it may not use.
+func (h *Handler) conversation(r *http.Request) (userID, conversationID string, err error) {
+	p, err := h.authenticate(r)
+	if err != nil {
+		return "", "", err
+	}
+	userID, conversationID = r.PathValue("user_id"), r.PathValue("conversation_id")
+	if !p.mayActFor(userID) {
+		return "", "", newError(http.StatusForbidden, CodeForbidden,
+			"the token may act only for the user named by its sub claim (or needs the "+ServiceScope+" scope)")
+	}
+	if err := evidence.ValidateKey("user_id", userID); err != nil {
+		return "", "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
+	}
+	if err := evidence.ValidateKey("conversation_id", conversationID); err != nil {
+		return "", "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
+	}
+	return userID, conversationID, nil
+}
+
+// evidenceQuery is the parsed query of GET …/evidence.
+type evidenceQuery struct {
+	maxTokens int           // 0: the stored rendering
+	minCursor int           // 0: any state will do
+	wait      time.Duration // 0: answer at once
+}
+
+func (h *Handler) parseEvidenceQuery(q url.Values) (evidenceQuery, error) {
+	var eq evidenceQuery
+	if q.Has("max_tokens") {
+		n, err := strconv.Atoi(q.Get("max_tokens"))
+		if err != nil || n <= 0 {
+			return eq, newError(http.StatusBadRequest, CodeInvalidMaxTokens, "max_tokens must be a positive integer")
+		}
+		eq.maxTokens = n
+	}
+	if q.Has("min_cursor") {
+		n, err := strconv.Atoi(q.Get("min_cursor"))
+		if err != nil || n < 0 {
+			return eq, newError(http.StatusBadRequest, CodeInvalidMinCursor, "min_cursor must be a non-negative integer")
+		}
+		eq.minCursor = n
+	}
+	if q.Has("wait") {
+		d, err := parseWait(q.Get("wait"))
+		if err != nil {
+			return eq, err
+		}
+		if d > h.maxWait {
+			return eq, newError(http.StatusBadRequest, CodeWaitTooLong, "wait may be at most "+h.maxWait.String())
+		}
+		eq.wait = d
+	}
+	return eq, nil
+}
+
+// parseWait reads a Go duration ("2s", "500ms") or a number of seconds ("2",
+// "0.5").
+func parseWait(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || math.IsNaN(f) {
+			return 0, newError(http.StatusBadRequest, CodeInvalidWait, `wait must be a duration such as "2s" or "500ms", or a number of seconds`)
+		}
+		switch limit := float64(math.MaxInt64) / float64(time.Second); {
+		case f >= limit:
+			d = math.MaxInt64 // too long, whatever the cap
+		case f <= -limit:
+			d = math.MinInt64
+		default:
+			d = time.Duration(f * float64(time.Second))
+		}
+	}
+	if d < 0 {
+		return 0, newError(http.StatusBadRequest, CodeInvalidWait, "wait must not be negative")
+	}
+	return d, nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// getEvidence answers GET …/evidence: one read, or a wait on the notifier
+// with a read per state change.
+func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
+	userID, conversationID, err := h.conversation(r)
+	if err != nil {
+		return err
+	}
+	q, err := h.parseEvidenceQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	rec, err := h.read(r.Context(), userID, conversationID, q)
+	if err != nil {
+		return err
+	}
+	// The store keys the record; the response names what was asked for.
+	rec.UserID, rec.ConversationID = userID, conversationID
+	lagging := rec.Cursor < q.minCursor
+
+	bp := bufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 64<<10 {
+			bufPool.Put(bp)
+		}
+	}()
+	b := (*bp)[:0]
+	if q.maxTokens > 0 {
+		if b, err = rec.AppendJSONWithin(b, q.maxTokens, lagging); err != nil {
+			return err
+		}
+	} else {
+		b = rec.AppendJSON(b, lagging)
+	}
+	*bp = b
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+// read returns the key's record. With a min_cursor and a wait it subscribes
+// before the first read (so that no change between the read and the wait
+// is missed) and re-reads on each notification until the cursor reaches
+// min_cursor, the wait ends, the process drains or the client goes.
+func (h *Handler) read(ctx context.Context, userID, conversationID string, q evidenceQuery) (evidence.Record, error) {
+	if q.wait <= 0 || q.minCursor <= 0 {
+		return h.src.Evidence(ctx, userID, conversationID)
+	}
+	wake, unsubscribe := h.notifier.Subscribe(userID, conversationID)
+	defer unsubscribe()
+	rec, err := h.src.Evidence(ctx, userID, conversationID)
+	if err != nil || rec.Cursor >= q.minCursor {
+		return rec, err
+	}
+	h.metrics.Waiters.Inc()
+	defer h.metrics.Waiters.Dec()
+	deadline := time.NewTimer(q.wait)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-wake:
+			if rec, err = h.src.Evidence(ctx, userID, conversationID); err != nil || rec.Cursor >= q.minCursor {
+				return rec, err
+			}
+		case <-deadline.C:
+			return rec, nil
+		case <-h.drained:
+			return rec, nil
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		}
+	}
+}
+
+// deleteConversation answers DELETE …: 204 once the conversation is gone.
+func (h *Handler) deleteConversation(w http.ResponseWriter, r *http.Request) error {
+	userID, conversationID, err := h.conversation(r)
+	if err != nil {
+		return err
+	}
+	if err := h.src.DeleteConversation(r.Context(), userID, conversationID); err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
