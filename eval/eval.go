@@ -1,0 +1,435 @@
+package eval
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/recallhq/recall/evidence"
+)
+
+// FoldFunc is the signature of evidence.Fold. Options.Fold replaces it in
+// tests of the scoring.
+type FoldFunc func(s evidence.State, history []evidence.Message, cfg *evidence.Config) (evidence.State, evidence.Outcome, error)
+
+// Options configure a run.
+type Options struct {
+	// Config is the fold's configuration. Defaults to the contract's
+	// (nil).
+	Config *evidence.Config
+	// Experiments names the experiments Config enables, for the report.
+	// Defaults to none.
+	Experiments []string
+	// Fold folds a history into a state. Defaults to evidence.Fold.
+	Fold FoldFunc
+	// MaxTokens is the bound every rendered message must keep. Defaults to
+	// evidence.DefaultMaxTokens (1,800).
+	MaxTokens int
+}
+
+// Report is the result of a run.
+type Report struct {
+	// Experiments are the experiments that were on.
+	Experiments []string `json:"experiments"`
+	// Fixtures are the per-fixture results, in fixture order.
+	Fixtures []FixtureReport `json:"fixtures"`
+	// Total adds the fixtures up.
+	Total Score `json:"total"`
+}
+
+// Score holds the figures of one fixture or of all.
+type Score struct {
+	// Conversations, Messages and Steps count keys, messages and folds
+	// (one per user message, as the pipeline folds growing snapshots).
+	Conversations int `json:"conversations"`
+	Messages      int `json:"messages"`
+	Steps         int `json:"steps"`
+	// Required and Retained count required facts and those found in the
+	// evidence after the last turn; Retention is Retained/Required (1 when
+	// nothing is required).
+	Required  int     `json:"required"`
+	Retained  int     `json:"retained"`
+	Retention float64 `json:"retention"`
+	// InBucket counts retained facts with a bucket mark found in that
+	// bucket, of Bucketed facts with a bucket mark.
+	Bucketed int `json:"bucketed"`
+	InBucket int `json:"in_bucket"`
+	// Leakage counts forbidden markers found in the evidence at any turn.
+	Leakage int `json:"leakage"`
+	// BudgetViolations counts steps whose message exceeded the token bound;
+	// InvalidMessages steps whose message was not a valid evidence message.
+	BudgetViolations int `json:"budget_violations"`
+	InvalidMessages  int `json:"invalid_messages"`
+	// Inconsistent counts conversations whose turn-by-turn state differs
+	// from one fold over the whole history (§4.9).
+	Inconsistent int `json:"inconsistent"`
+	// OmittedEntries is the evidence's omitted_entries after the last turn.
+	OmittedEntries int `json:"omitted_entries"`
+	// EvidenceTokens is the estimated tokens of the evidence message after
+	// the last turn, MaxEvidenceTokens the largest at any turn, and
+	// HistoryTokens the estimated tokens of the summarised history it
+	// stands for. Compression is HistoryTokens/EvidenceTokens.
+	EvidenceTokens    int     `json:"evidence_tokens"`
+	MaxEvidenceTokens int     `json:"max_evidence_tokens"`
+	HistoryTokens     int     `json:"history_tokens"`
+	Compression       float64 `json:"compression"`
+	// FoldNanos is the time spent in the fold, FoldedMessages the messages
+	// it summarised, and NanosPerMessage their ratio. Timings vary from run
+	// to run; nothing is enforced on them.
+	FoldNanos       int64   `json:"fold_ns"`
+	FoldedMessages  int     `json:"folded_messages"`
+	NanosPerMessage float64 `json:"fold_ns_per_message"`
+}
+
+// Pass reports whether the score meets the evaluation's hard rules — no
+// leakage, every message valid and within its bound, turn-by-turn folds
+// equal to whole folds — and keeps at least minRetention.
+func (s *Score) Pass(minRetention float64) bool {
+	return s.Leakage == 0 && s.BudgetViolations == 0 && s.InvalidMessages == 0 && s.Inconsistent == 0 &&
+		s.Retention >= minRetention
+}
+
+// FixtureReport is the result of one fixture.
+type FixtureReport struct {
+	Name string `json:"name"`
+	Score
+	// Facts are the required facts and what became of them.
+	Facts []FactResult `json:"facts"`
+	// Leaks are the forbidden markers found, each once, at its first turn.
+	Leaks []Leak `json:"leaks"`
+	// Problems describe invalid or oversized messages and inconsistencies,
+	// at most a few per fixture.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// FactResult is what became of one required fact.
+type FactResult struct {
+	Conversation string `json:"conversation"`
+	Text         string `json:"text"`
+	Why          string `json:"why,omitempty"`
+	// Retained: in the evidence after the last turn, in Bucket.
+	Retained bool   `json:"retained"`
+	Bucket   string `json:"bucket,omitempty"`
+	// WantBucket is the fixture's bucket mark, if any.
+	WantBucket string `json:"want_bucket,omitempty"`
+	// EverPresent: in the evidence at some turn. A fact never present was
+	// never summarised into an entry (it was cut from a long excerpt); one
+	// present and lost was evicted.
+	EverPresent bool `json:"ever_present"`
+	// LostAtStep is the step after which it was last missing, -1 when
+	// retained or never present.
+	LostAtStep int `json:"lost_at_step"`
+}
+
+// Leak is a forbidden marker found in the evidence.
+type Leak struct {
+	Conversation string `json:"conversation"`
+	Text         string `json:"text"`
+	Why          string `json:"why,omitempty"`
+	// Step is the first fold after which it was found, Where the bucket or
+	// "message" for the rendered message.
+	Step  int    `json:"step"`
+	Where string `json:"where"`
+}
+
+// maxProblems bounds FixtureReport.Problems.
+const maxProblems = 5
+
+// Run evaluates fixtures: it replays each conversation turn by turn, folding
+// every prefix that ends in a user message as a growing snapshot, and scores
+// the evidence. An error means a fixture could not be replayed (bad
+// messages, or a fold that errs or rejects its own lineage).
+func Run(fixtures []Fixture, opts Options) (*Report, error) {
+	fold := opts.Fold
+	if fold == nil {
+		fold = evidence.Fold
+	}
+	maxTokens := opts.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = evidence.DefaultMaxTokens
+	}
+	r := &Report{Experiments: append([]string{}, opts.Experiments...), Fixtures: []FixtureReport{}}
+	for i := range fixtures {
+		fr, err := runFixture(&fixtures[i], fold, opts.Config, maxTokens)
+		if err != nil {
+			return nil, err
+		}
+		r.Fixtures = append(r.Fixtures, fr)
+		r.Total.add(&fr.Score)
+	}
+	r.Total.finish()
+	return r, nil
+}
+
+func (s *Score) add(o *Score) {
+	s.Conversations += o.Conversations
+	s.Messages += o.Messages
+	s.Steps += o.Steps
+	s.Required += o.Required
+	s.Retained += o.Retained
+	s.Bucketed += o.Bucketed
+	s.InBucket += o.InBucket
+	s.Leakage += o.Leakage
+	s.BudgetViolations += o.BudgetViolations
+	s.InvalidMessages += o.InvalidMessages
+	s.Inconsistent += o.Inconsistent
+	s.OmittedEntries += o.OmittedEntries
+	s.EvidenceTokens += o.EvidenceTokens
+	s.MaxEvidenceTokens = max(s.MaxEvidenceTokens, o.MaxEvidenceTokens)
+	s.HistoryTokens += o.HistoryTokens
+	s.FoldNanos += o.FoldNanos
+	s.FoldedMessages += o.FoldedMessages
+}
+
+func (s *Score) finish() {
+	s.Retention = 1
+	if s.Required > 0 {
+		s.Retention = float64(s.Retained) / float64(s.Required)
+	}
+	if s.EvidenceTokens > 0 {
+		s.Compression = float64(s.HistoryTokens) / float64(s.EvidenceTokens)
+	}
+	if s.FoldedMessages > 0 {
+		s.NanosPerMessage = float64(s.FoldNanos) / float64(s.FoldedMessages)
+	}
+}
+
+func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) (FixtureReport, error) {
+	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Leaks: []Leak{}}
+	convs, err := f.conversations()
+	if err != nil {
+		return fr, err
+	}
+	problem := func(format string, args ...any) {
+		if len(fr.Problems) < maxProblems {
+			fr.Problems = append(fr.Problems, fmt.Sprintf(format, args...))
+		}
+	}
+	for ci := range convs {
+		c := &convs[ci]
+		fr.Conversations++
+		fr.Messages += len(c.messages)
+		facts := make([]FactResult, len(c.required))
+		for i, r := range c.required {
+			facts[i] = FactResult{Conversation: c.key, Text: r.Text, Why: r.Why, WantBucket: r.Bucket, LostAtStep: -1}
+		}
+		leaked := make([]bool, len(c.forbidden))
+		st := evidence.NewState()
+		step := 0
+		for i := range c.messages {
+			if !c.messages[i].IsRequest() {
+				continue
+			}
+			start := time.Now()
+			next, outcome, err := fold(st, c.messages[:i+1], cfg)
+			fr.FoldNanos += time.Since(start).Nanoseconds()
+			if err != nil {
+				return fr, fmt.Errorf("fixture %s: %s: fold at message %d: %w", f.Name, c.key, i, err)
+			}
+			if outcome != evidence.Applied && outcome != evidence.NothingToSummarise {
+				return fr, fmt.Errorf("fixture %s: %s: fold at message %d: %s", f.Name, c.key, i, outcome)
+			}
+			fr.FoldedMessages += max(0, next.Cursor-st.Cursor)
+			st = next
+			msg := evidence.Render(&st)
+			tokens := 0
+			if msg != nil {
+				tokens = evidence.EstimateTokens(len(msg.Content))
+			}
+			fr.MaxEvidenceTokens = max(fr.MaxEvidenceTokens, tokens)
+			if tokens > maxTokens {
+				fr.BudgetViolations++
+				problem("%s step %d: message of %d estimated tokens, over %d", c.key, step, tokens, maxTokens)
+			}
+			if err := checkMessage(&st, msg); err != nil {
+				fr.InvalidMessages++
+				problem("%s step %d: %v", c.key, step, err)
+			}
+			for j, m := range c.forbidden {
+				if leaked[j] {
+					continue
+				}
+				if where, ok := find(&st, msg, m); ok {
+					leaked[j] = true
+					fr.Leaks = append(fr.Leaks, Leak{Conversation: c.key, Text: m.Text, Why: m.Why, Step: step, Where: where})
+				}
+			}
+			for j := range facts {
+				if _, ok := findFact(&st, facts[j].Text); ok {
+					facts[j].EverPresent = true
+					facts[j].LostAtStep = -1
+				} else if facts[j].EverPresent && facts[j].LostAtStep < 0 {
+					facts[j].LostAtStep = step
+				}
+			}
+			step++
+		}
+		fr.Steps += step
+		for j := range facts {
+			if b, ok := findFact(&st, facts[j].Text); ok {
+				facts[j].Retained, facts[j].Bucket = true, b
+			}
+		}
+		fr.Facts = append(fr.Facts, facts...)
+		for _, l := range leaked {
+			if l {
+				fr.Leakage++
+			}
+		}
+		// §4.9: the turn-by-turn state equals one fold over the history.
+		whole, _, err := fold(evidence.NewState(), c.messages, cfg)
+		if err != nil {
+			return fr, fmt.Errorf("fixture %s: %s: whole fold: %w", f.Name, c.key, err)
+		}
+		whole.Version, whole.MessageCount = st.Version, st.MessageCount
+		if !reflect.DeepEqual(whole, st) {
+			fr.Inconsistent++
+			problem("%s: the turn-by-turn state differs from one fold over the whole history", c.key)
+		}
+		fr.OmittedEntries += st.OmittedEntries
+		if msg := evidence.Render(&st); msg != nil {
+			fr.EvidenceTokens += evidence.EstimateTokens(len(msg.Content))
+		}
+		fr.HistoryTokens += HistoryTokens(c.messages[:st.Cursor])
+	}
+	for _, fact := range fr.Facts {
+		fr.Required++
+		if fact.Retained {
+			fr.Retained++
+		}
+		if fact.WantBucket != "" {
+			fr.Bucketed++
+			if fact.Bucket == fact.WantBucket {
+				fr.InBucket++
+			}
+		}
+	}
+	fr.finish()
+	return fr, nil
+}
+
+// HistoryTokens estimates the prompt tokens of msgs sent as they are, by the
+// contract's estimate (ceil(bytes/3) + 4 per message): a message's text
+// and, for an assistant message, its tool calls' names and arguments.
+// Messages off the conversation channel (thinking, status, …) and artifacts
+// are not sent to a model and count nothing.
+func HistoryTokens(msgs []evidence.Message) int {
+	n := 0
+	for i := range msgs {
+		m := &msgs[i]
+		if !m.IsConversation() {
+			continue
+		}
+		size := len(m.Text)
+		for _, tc := range m.ToolCalls {
+			size += len(tc.Name) + len(tc.Args)
+		}
+		n += evidence.EstimateTokens(size)
+	}
+	return n
+}
+
+// findFact reports whether text is in an excerpt of s, and in which bucket.
+func findFact(s *evidence.State, text string) (string, bool) {
+	for b := range evidence.Bucket(len(bucketNames)) {
+		for _, e := range *s.Buckets.Get(b) {
+			if strings.Contains(e.Excerpt, text) {
+				return b.String(), true
+			}
+		}
+	}
+	return "", false
+}
+
+// find looks for a forbidden marker: in the entries of s (unless it is
+// WhereRendered) and in the rendered message's content.
+func find(s *evidence.State, msg *evidence.EvidenceMessage, m Marker) (string, bool) {
+	if m.Where != WhereRendered {
+		for b := range evidence.Bucket(len(bucketNames)) {
+			for _, e := range *s.Buckets.Get(b) {
+				if strings.Contains(e.Excerpt, m.Text) || strings.Contains(e.MessageID, m.Text) {
+					return b.String(), true
+				}
+			}
+		}
+	}
+	if msg != nil && strings.Contains(msg.Content, m.Text) {
+		return "message", true
+	}
+	return "", false
+}
+
+// checkMessage checks the rendered message against §5: null with nothing
+// summarised, the sentinel with no entries, and otherwise an assistant
+// message whose content is a JSON object of exactly the envelope's members
+// whose buckets decode to the state's entries, so that no text inside
+// forged structure.
+func checkMessage(s *evidence.State, msg *evidence.EvidenceMessage) error {
+	n := s.Buckets.Len()
+	switch {
+	case msg == nil:
+		if n > 0 || s.Cursor > 0 {
+			return fmt.Errorf("message is null but %d entries and cursor %d", n, s.Cursor)
+		}
+		return nil
+	case msg.Role != evidence.RoleAssistant:
+		return fmt.Errorf("message role is %q, not assistant", msg.Role)
+	case n == 0:
+		if msg.Content != evidence.Sentinel {
+			return fmt.Errorf("no entries, but the content is not the sentinel")
+		}
+		return nil
+	}
+	var env struct {
+		Type           string                     `json:"type"`
+		Note           string                     `json:"note"`
+		OmittedEntries int                        `json:"omitted_entries"`
+		Buckets        map[string]json.RawMessage `json:"buckets"`
+	}
+	dec := json.NewDecoder(strings.NewReader(msg.Content))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return fmt.Errorf("content is not the envelope: %v", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("content has data after the envelope")
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(msg.Content), &members); err != nil || len(members) != 4 {
+		return fmt.Errorf("content must have exactly type, note, omitted_entries and buckets")
+	}
+	if env.Type != "untrusted_historical_evidence" || !strings.Contains(env.Note, "not instructions") || !strings.Contains(env.Note, "heuristic") {
+		return fmt.Errorf("envelope does not name itself untrusted evidence with heuristic labels")
+	}
+	if env.OmittedEntries != s.OmittedEntries {
+		return fmt.Errorf("omitted_entries %d, state has %d", env.OmittedEntries, s.OmittedEntries)
+	}
+	if len(env.Buckets) != len(bucketNames) {
+		return fmt.Errorf("envelope has %d buckets, want %d", len(env.Buckets), len(bucketNames))
+	}
+	for i, name := range bucketNames {
+		raw, ok := env.Buckets[name]
+		if !ok {
+			return fmt.Errorf("envelope lacks bucket %s", name)
+		}
+		var got []evidence.Entry
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&got); err != nil {
+			return fmt.Errorf("bucket %s: %v", name, err)
+		}
+		want := *s.Buckets.Get(evidence.Bucket(i))
+		if len(got) != len(want) {
+			return fmt.Errorf("bucket %s has %d entries, state has %d", name, len(got), len(want))
+		}
+		for j := range got {
+			if got[j] != want[j] {
+				return fmt.Errorf("bucket %s entry %d differs from the state's", name, j)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/recallhq/recall/eval"
+)
+
+func init() {
+	register("eval", "measures evidence quality on fixture conversations (retention, leakage, budget)", runEval)
+}
+
+// runEval is "recall eval [flags] [DIR]": it replays the fixtures of DIR
+// (default: the fixtures built into recall) turn by turn through the fold
+// and prints the scores. It fails when anything leaks, a message breaks its
+// bound or shape, or retention is below --min-retention.
+func runEval(_ context.Context, env *Env, args []string) error {
+	flags := flag.NewFlagSet("recall eval", flag.ContinueOnError)
+	flags.SetOutput(env.Stderr)
+	asJSON := flags.Bool("json", false, "print the report as JSON")
+	verbose := flags.Bool("v", false, "list every required fact, not only the lost ones")
+	minRetention := flags.Float64("min-retention", 0, "fail when total retention (0..1) is below this")
+	var experiments listFlag
+	flags.Var(&experiments, "experiment", "turn on an experiment of the fold (repeatable or comma-separated; \"list\" lists them)")
+	flags.Usage = func() {
+		fmt.Fprintln(env.Stderr, "Usage: recall eval [flags] [DIR]")
+		fmt.Fprintln(env.Stderr, "\nReplays the fixture conversations of DIR (default: those built into recall) through the fold.")
+		flags.PrintDefaults()
+	}
+	// Flags may follow DIR.
+	var dir string
+	for {
+		if err := flags.Parse(args); err != nil {
+			return err
+		}
+		if flags.NArg() == 0 {
+			break
+		}
+		if dir != "" {
+			flags.Usage()
+			return errUsage
+		}
+		dir, args = flags.Arg(0), flags.Args()[1:]
+	}
+	if *minRetention < 0 || *minRetention > 1 {
+		return fmt.Errorf("--min-retention must be between 0 and 1, not %g", *minRetention)
+	}
+	if len(experiments) == 1 && experiments[0] == "list" {
+		for _, e := range eval.Experiments() {
+			fmt.Fprintf(env.Stdout, "%-22s %s\n", e.Name, e.Summary)
+		}
+		return nil
+	}
+	cfg, err := eval.ConfigFor(experiments)
+	if err != nil {
+		return err
+	}
+	fixtures := eval.Fixtures()
+	if dir != "" {
+		fixtures = os.DirFS(dir)
+	}
+	list, err := eval.Load(fixtures)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("no fixture directory %s", dir)
+		}
+		return err
+	}
+	report, err := eval.Run(list, eval.Options{Config: cfg, Experiments: experiments})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else if err := report.WriteTable(env.Stdout, *verbose); err != nil {
+		return err
+	}
+	t := &report.Total
+	var failures []string
+	if t.Leakage > 0 {
+		failures = append(failures, fmt.Sprintf("%d forbidden strings leaked into evidence", t.Leakage))
+	}
+	if t.BudgetViolations > 0 || t.InvalidMessages > 0 {
+		failures = append(failures, fmt.Sprintf("%d messages over budget, %d invalid", t.BudgetViolations, t.InvalidMessages))
+	}
+	if t.Inconsistent > 0 {
+		failures = append(failures, fmt.Sprintf("%d conversations whose turn-by-turn state differs from a whole fold", t.Inconsistent))
+	}
+	if t.Retention < *minRetention {
+		failures = append(failures, fmt.Sprintf("retention %.3f is below --min-retention %.3f", t.Retention, *minRetention))
+	}
+	if len(failures) > 0 {
+		return errors.New(strings.Join(failures, "; "))
+	}
+	return nil
+}
+
+// listFlag collects repeated, comma-separated values.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
