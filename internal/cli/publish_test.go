@@ -183,6 +183,13 @@ func TestPublishCommand(t *testing.T) {
 				t.Errorf("kind %s", evs[0].event.Kind)
 			}
 		}},
+		{"sample conversation turn by turn", "", []string{"--example", "planning", "--turns"}, 5, func(t *testing.T, evs []fetchedEvent) {
+			for _, ev := range evs {
+				if ev.event.UserID != "demo-user" || ev.event.ConversationID != "planning" || !ev.event.Messages[len(ev.event.Messages)-1].IsRequest() {
+					t.Errorf("event %s/%s of %d messages", ev.event.UserID, ev.event.ConversationID, len(ev.event.Messages))
+				}
+			}
+		}},
 		{"bare list of messages", `[{"role":"user","content":"hi"}]`, []string{"--user", "u", "--conversation", "c"}, 1, nil},
 	}
 	for _, tt := range tests {
@@ -230,6 +237,7 @@ func TestPublishCommandErrors(t *testing.T) {
 		{"no stream for the subject", publishTestHistory, nil, map[string]string{"RECALL_SUBJECT": "elsewhere"}, "no JetStream stream takes subject elsewhere"},
 		{"no NATS", publishTestHistory, []string{"--nats-url", "nats://user:hunter2@127.0.0.1:1", "--timeout", "500ms"}, nil, "connect to NATS"},
 		{"usage", "", []string{"a", "b"}, nil, "usage"},
+		{"unknown example", "", []string{"--example", "nope"}, nil, `no example "nope"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
