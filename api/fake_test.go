@@ -22,8 +22,10 @@ type fakeSource struct {
 	deleted []key
 	err     error
 
-	reads   atomic.Int64
-	readErr error
+	reads atomic.Int64
+	// afterRead, when set, runs after each read has taken its result, with
+	// the read's number (1 for the first).
+	afterRead func(n int64)
 }
 
 func newFakeSource() *fakeSource {
@@ -31,7 +33,10 @@ func newFakeSource() *fakeSource {
 }
 
 func (f *fakeSource) Evidence(ctx context.Context, userID, conversationID string) (evidence.Record, error) {
-	f.reads.Add(1)
+	n := f.reads.Add(1)
+	if f.afterRead != nil {
+		defer f.afterRead(n)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {

@@ -216,3 +216,29 @@ func waitReads(t *testing.T, src *fakeSource, n int64) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A change committed while the first read is in flight must not be missed:
+// the handler subscribes before it reads.
+func TestLongPollChangeDuringFirstRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv := httptest.NewServer(b.h)
+	t.Cleanup(srv.Close)
+	b.src.set(stateAt("u-42", "c-7", 1, 1))
+	b.src.afterRead = func(n int64) {
+		if n == 1 {
+			b.src.set(stateAt("u-42", "c-7", 2, 2))
+		}
+	}
+	start := time.Now()
+	r, err := get(t.Context(), t, srv, "/v1/users/u-42/conversations/c-7/evidence?min_cursor=2&wait=10s", userToken(t, "u-42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cursor != 2 || r.Lagging {
+		t.Errorf("cursor %d, lagging %v; want 2, false", r.Cursor, r.Lagging)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("answered after %v: the change during the first read was missed", elapsed)
+	}
+}
