@@ -41,6 +41,9 @@ var DefaultKeywords = [3][]string{
 type Classifier struct {
 	// byFirst maps a phrase's first word to the phrases starting with it.
 	byFirst map[string][]phrase
+	// maxWord is the length of the longest keyword word: longer words of a
+	// text match none.
+	maxWord int
 }
 
 type phrase struct {
@@ -60,6 +63,9 @@ func NewClassifier(keywords [3][]string) *Classifier {
 				continue
 			}
 			c.byFirst[words[0]] = append(c.byFirst[words[0]], phrase{words: words, bucket: Bucket(b)})
+			for _, w := range words {
+				c.maxWord = max(c.maxWord, len(w))
+			}
 		}
 	}
 	return c
@@ -73,12 +79,26 @@ func (c *Classifier) Classify(text string) Bucket {
 	if c == nil || len(c.byFirst) == 0 {
 		return RecentContext
 	}
+	// Words are normalised into buf one at a time, without allocating: the
+	// fold classifies every summarised message.
+	var stack [64]byte
+	buf := stack[:0]
+	if c.maxWord+utf8.UTFMax > len(stack) {
+		buf = make([]byte, 0, c.maxWord+utf8.UTFMax)
+	}
 	best := RecentContext
-	var words []string
-	words = splitWords(text, words)
-	for i, w := range words {
-		for _, p := range c.byFirst[w] {
-			if p.bucket >= best || !hasPhrase(words[i:], p.words) {
+	for i := 0; i < len(text); {
+		start, end := nextWord(text, i)
+		if start < 0 {
+			break
+		}
+		i = end
+		w, ok := c.normalise(buf, text[start:end])
+		if !ok || len(w) == 0 {
+			continue
+		}
+		for _, p := range c.byFirst[string(w)] {
+			if p.bucket >= best || !c.followedBy(buf, text, end, p.words[1:]) {
 				continue
 			}
 			best = p.bucket
@@ -90,16 +110,88 @@ func (c *Classifier) Classify(text string) Bucket {
 	return best
 }
 
-func hasPhrase(words, p []string) bool {
-	if len(words) < len(p) {
-		return false
-	}
-	for i := 1; i < len(p); i++ {
-		if words[i] != p[i] {
+// followedBy reports whether the words of text from byte i on start with
+// want.
+func (c *Classifier) followedBy(buf []byte, text string, i int, want []string) bool {
+	for len(want) > 0 {
+		start, end := nextWord(text, i)
+		if start < 0 {
 			return false
 		}
+		i = end
+		w, ok := c.normalise(buf, text[start:end])
+		if !ok {
+			return false
+		}
+		if len(w) == 0 {
+			continue // a lone quotation mark is no word
+		}
+		if string(w) != want[0] {
+			return false
+		}
+		want = want[1:]
 	}
 	return true
+}
+
+// normalise writes word into buf as normaliseWord does (lower case,
+// typographic apostrophes as ASCII ones, apostrophes around it dropped) and
+// returns it; ok is false when it is longer than every keyword word, so
+// that buf never grows past c.maxWord+utf8.UTFMax.
+func (c *Classifier) normalise(buf []byte, word string) (w []byte, ok bool) {
+	quotes := 0 // apostrophes not yet written: they count only inside the word
+	for _, r := range word {
+		if r == '\'' || r == '’' {
+			if len(buf) > 0 {
+				quotes++
+			}
+			continue
+		}
+		if len(buf)+quotes > c.maxWord {
+			return nil, false
+		}
+		for ; quotes > 0; quotes-- {
+			buf = append(buf, '\'')
+		}
+		switch {
+		case 'A' <= r && r <= 'Z':
+			buf = append(buf, byte(r+'a'-'A'))
+		case r < utf8.RuneSelf:
+			buf = append(buf, byte(r))
+		default:
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+		}
+	}
+	return buf, len(buf) <= c.maxWord
+}
+
+// nextWord returns the bounds of the first word of s at or after byte i, or
+// -1, -1 when there is none. Words are runs of isWordRune.
+func nextWord(s string, i int) (start, end int) {
+	start = -1
+	for i < len(s) {
+		c := s[i]
+		size := 1
+		var isWord bool
+		if c < utf8.RuneSelf {
+			isWord = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '\''
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			isWord = isWordRune(r)
+		}
+		switch {
+		case isWord && start < 0:
+			start = i
+		case !isWord && start >= 0:
+			return start, i
+		}
+		i += size
+	}
+	if start < 0 {
+		return -1, -1
+	}
+	return start, len(s)
 }
 
 // isWordRune reports whether r belongs to a word: letters, digits and

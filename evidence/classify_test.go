@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -137,5 +139,55 @@ func TestBucketString(t *testing.T) {
 		if got := tt.b.String(); got != tt.want {
 			t.Errorf("Bucket(%d).String() = %q, want %q", tt.b, got, tt.want)
 		}
+	}
+}
+
+// classifyWords is the classifier's definition over splitWords, which the
+// allocation-free Classify must agree with.
+func classifyWords(c *Classifier, text string) Bucket {
+	words := splitWords(text, nil)
+	best := RecentContext
+	for i, w := range words {
+		for _, p := range c.byFirst[w] {
+			if p.bucket < best && len(words)-i >= len(p.words) && slices.Equal(words[i:i+len(p.words)], p.words) {
+				best = p.bucket
+			}
+		}
+	}
+	return best
+}
+
+func TestClassifyMatchesWordSplitting(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("Ab", 40)
+	classifiers := []*Classifier{
+		defaultClassifier,
+		NewClassifier([3][]string{Constraints: {"'quoted'", long + " end"}, Decisions: {"x’y z"}, OpenWork: {"Ünïcödé word"}}),
+	}
+	pieces := []string{"must", "MUST", "do", "not", "do not", "can't", "can’t", "'", "’", "''", "'can't'", "don''t", "at", "most", "least",
+		"we'll", "use", "go", "with", "todo", " ", ",", "-", "\n", "é", "É", "İ", "ǅ", "ß", "x’y", "z", "quoted", "'quoted'", "ünïcödé", "ÜNÏCÖDÉ", "word",
+		long, strings.ToLower(long), "end", strings.Repeat("a", 70), strings.Repeat("'", 70), "\xff", "a\u0301", "0", "deadline", "TBD"}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+			if r.IntN(2) == 0 {
+				b.WriteByte(' ')
+			}
+		}
+		text := b.String()
+		for i, c := range classifiers {
+			if got, want := c.Classify(text), classifyWords(c, text); got != want {
+				t.Fatalf("classifier %d: Classify(%q) = %v, word splitting says %v", i, text, got, want)
+			}
+		}
+	}
+}
+
+func TestClassifyAllocations(t *testing.T) {
+	text := "Well, we decided on Postgres. Next STEP: the schema, and it MUST be done by the deadline. Ça va?"
+	if n := testing.AllocsPerRun(100, func() { defaultClassifier.Classify(text) }); n != 0 {
+		t.Errorf("Classify allocates %v times per call, want 0", n)
 	}
 }

@@ -62,11 +62,12 @@ func RenderWithin(s *State, maxTokens int) *EvidenceMessage {
 	}
 	bs := s.Buckets.clone()
 	omitted := s.OmittedEntries
-	for bs.Len() > 0 && EstimateTokens(renderedLen(omitted, &bs)) > maxTokens {
-		evictOldestOfLargest(&bs)
+	size := newEnvelopeSize(&bs)
+	for bs.Len() > 0 && EstimateTokens(size.total(omitted, &bs)) > maxTokens {
+		evictOldestOfLargest(&bs, &size)
 		omitted++
 	}
-	if EstimateTokens(renderedLen(omitted, &bs)) > maxTokens {
+	if EstimateTokens(size.total(omitted, &bs)) > maxTokens {
 		return nil
 	}
 	return &EvidenceMessage{Role: RoleAssistant, Content: string(appendEnvelope(nil, omitted, &bs))}
@@ -99,18 +100,38 @@ func appendEnvelope(b []byte, omitted int, bs *Buckets) []byte {
 // renderedLen returns len(appendEnvelope(nil, omitted, bs)) without
 // rendering the excerpts.
 func renderedLen(omitted int, bs *Buckets) int {
-	n := len(envelopeHead) + digits(omitted) + len(envelopeBuckets) + len(envelopeTail)
-	for i := range numBuckets {
-		if i > 0 {
-			n++
+	size := newEnvelopeSize(bs)
+	return size.total(omitted, bs)
+}
+
+// envelopeSize keeps the rendered length of each bucket's entries as entries
+// come and go, so that the fold measures each entry once instead of the
+// whole envelope after every message.
+type envelopeSize struct {
+	entries [numBuckets]int // the sum of entryLen over each bucket
+}
+
+func newEnvelopeSize(bs *Buckets) envelopeSize {
+	var z envelopeSize
+	for b := range numBuckets {
+		for _, e := range *bs.Get(b) {
+			z.entries[b] += entryLen(&e)
 		}
-		list := *bs.Get(i)
-		n += len(bucketNames[i]) + 5 // "name":[]
-		for j := range list {
-			if j > 0 {
-				n++
-			}
-			n += entryLen(&list[j])
+	}
+	return z
+}
+
+func (z *envelopeSize) added(b Bucket, e *Entry)   { z.entries[b] += entryLen(e) }
+func (z *envelopeSize) removed(b Bucket, e *Entry) { z.entries[b] -= entryLen(e) }
+
+// total returns len(appendEnvelope(nil, omitted, bs)) for the buckets z has
+// followed.
+func (z *envelopeSize) total(omitted int, bs *Buckets) int {
+	n := len(envelopeHead) + digits(omitted) + len(envelopeBuckets) + len(envelopeTail) + int(numBuckets) - 1
+	for b := range numBuckets {
+		n += len(bucketNames[b]) + len(`"":[]`) + z.entries[b]
+		if l := len(*bs.Get(b)); l > 1 {
+			n += l - 1 // commas
 		}
 	}
 	return n

@@ -142,8 +142,9 @@ func (s *State) Summarise(msgs []Message, prefix Digest, cfg *Config) {
 	if s.Buckets.Constraints == nil {
 		s.Buckets = s.Buckets.clone()
 	}
+	size := newEnvelopeSize(&s.Buckets)
 	for i := range msgs {
-		s.add(&msgs[i], s.Cursor+i, &c)
+		s.add(&msgs[i], s.Cursor+i, &c, &size)
 	}
 	s.Cursor += len(msgs)
 	s.PrefixDigest = prefix
@@ -152,7 +153,8 @@ func (s *State) Summarise(msgs []Message, prefix Digest, cfg *Config) {
 }
 
 // add adds the entry of one message, if it has one, and enforces the bounds.
-func (s *State) add(m *Message, index int, c *Config) {
+// size tracks the rendered length of s.Buckets.
+func (s *State) add(m *Message, index int, c *Config, size *envelopeSize) {
 	if !m.Evidential() {
 		return
 	}
@@ -165,13 +167,15 @@ func (s *State) add(m *Message, index int, c *Config) {
 	// The excerpt is a substring of the message's text and the id is the
 	// message's own: copies keep the state from holding the history alive.
 	*list = append(*list, Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: index, Excerpt: strings.Clone(excerpt), Truncated: truncated})
+	size.added(b, &(*list)[len(*list)-1])
 	for len(*list) > c.MaxEntriesPerBucket {
+		size.removed(b, &(*list)[0])
 		// Copy rather than reslice so that evicted excerpts can be freed.
 		*list = append((*list)[:0:0], (*list)[1:]...)
 		s.OmittedEntries++
 	}
-	for s.Buckets.Len() > 0 && EstimateTokens(renderedLen(s.OmittedEntries, &s.Buckets)) > c.MaxTokens {
-		evictOldestOfLargest(&s.Buckets)
+	for s.Buckets.Len() > 0 && EstimateTokens(size.total(s.OmittedEntries, &s.Buckets)) > c.MaxTokens {
+		evictOldestOfLargest(&s.Buckets, size)
 		s.OmittedEntries++
 	}
 }
@@ -191,10 +195,12 @@ func largest(bs *Buckets) Bucket {
 	return best
 }
 
-// evictOldestOfLargest removes the oldest entry of the largest bucket.
-func evictOldestOfLargest(bs *Buckets) {
+// evictOldestOfLargest removes the oldest entry of the largest bucket and
+// takes it off size.
+func evictOldestOfLargest(bs *Buckets, size *envelopeSize) {
 	if b := largest(bs); b >= 0 {
 		list := bs.Get(b)
+		size.removed(b, &(*list)[0])
 		// Copy rather than reslice so that evicted excerpts can be freed.
 		*list = append((*list)[:0:0], (*list)[1:]...)
 	}
