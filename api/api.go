@@ -46,11 +46,12 @@ const DefaultReadyTimeout = 2 * time.Second
 
 // Config configures a Handler.
 type Config struct {
-	// JWTSecret is the HS256 key bearer tokens are signed with. Required;
-	// set RECALL_JWT_SECRET.
+	// JWTSecret is the HS256 key bearer tokens are signed with
+	// (RECALL_JWT_SECRET). Defaults to none: New refuses to run without it.
 	JWTSecret []byte
 	// Notifier wakes long-polling requests (?min_cursor=N&wait=D) when a
-	// conversation's state changes; usually a *store.Listener. Required.
+	// conversation's state changes; usually a *store.Listener. Defaults to
+	// none: New refuses to run without it, as waiting would mean polling.
 	Notifier Notifier
 	// Ready reports whether the process's dependencies (Postgres, NATS) are
 	// reachable, for /readyz. Defaults to always ready.
