@@ -3,6 +3,7 @@ package worker_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,37 @@ func TestDeleteEvent(t *testing.T) {
 	pt.Must(t, b.Pool.QueryRow(t.Context(), `SELECT count(payload) FROM recall_rejection`).Scan(&payloads))
 	if payloads != 0 {
 		t.Errorf("a rejection of a deleted conversation kept its payload")
+	}
+}
+
+// TestMachineNATS runs a conversation and the rejections through the
+// machine's own nats-server (Debian's 2.9 here), which predates a reason on
+// Term: terminated events must not come back.
+func TestMachineNATS(t *testing.T) {
+	t.Parallel()
+	url := os.Getenv("TEST_NATS_URL")
+	if url == "" {
+		url = "nats://127.0.0.1:4222"
+	}
+	b := pt.NewSharedNATS(t, url)
+	b.StartWorker(2)
+	t.Logf("server version %s", b.JS.Conn().ConnectedServerVersion())
+	history := []json.RawMessage{msg("m0", "user", "We must ship by Friday."), msg("m1", "assistant", "ok"), msg("m2", "user", "next")}
+	b.Publish("s0", pt.Event("s0", "u", "c", history))
+	b.Publish("bad", []byte("{not json"))
+	b.WaitCursor("u", "c", 2, 10*time.Second)
+	if got := b.WaitRejections(1, 10*time.Second); len(got) != 1 || got[0] != "malformed" {
+		t.Fatalf("rejections %v, want [malformed]", got)
+	}
+	// A terminated event is not redelivered: the consumer has nothing
+	// pending or waiting for an ack.
+	time.Sleep(500 * time.Millisecond)
+	cons, err := b.JS.Consumer(t.Context(), b.Stream, "recall-worker")
+	pt.Must(t, err)
+	info, err := cons.Info(t.Context())
+	pt.Must(t, err)
+	if info.NumAckPending != 0 || info.NumRedelivered != 0 || info.NumPending != 0 {
+		t.Errorf("consumer after a terminated event: ack pending %d, redelivered %d, pending %d",
+			info.NumAckPending, info.NumRedelivered, info.NumPending)
 	}
 }

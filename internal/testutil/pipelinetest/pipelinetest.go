@@ -26,7 +26,8 @@ import (
 	"github.com/recallhq/recall/worker"
 )
 
-// Subject and Stream are the test pipeline's.
+// Subject and Stream are the in-process pipeline's; a bundle on a shared
+// NATS server gets names of its own.
 const (
 	Subject = "recall.checkpoints"
 	Stream  = "RECALL_CHECKPOINTS"
@@ -37,7 +38,11 @@ type Bundle struct {
 	T           testing.TB
 	DatabaseURL string
 	Pool        *pgxpool.Pool
-	NATS        *natstest.Server
+	// NATS is the in-process server; nil on a shared one.
+	NATS    *natstest.Server
+	NATSURL string
+	Subject string
+	Stream  string
 	// Store is a store without an enqueuer, for reads.
 	Store *store.Store
 	// JS publishes.
@@ -48,6 +53,29 @@ type Bundle struct {
 
 // New migrates a fresh database and starts a JetStream server.
 func New(t testing.TB) *Bundle {
+	t.Helper()
+	ns := natstest.Start(t)
+	b := newBundle(t, ns.URL(), Subject, Stream)
+	b.NATS = ns
+	return b
+}
+
+// NewSharedNATS migrates a fresh database and uses the NATS server at url
+// (such as the machine's), with a stream and subject of the test's own that
+// are deleted when it ends.
+func NewSharedNATS(t testing.TB, url string) *Bundle {
+	t.Helper()
+	suffix := fmt.Sprintf("%d", time.Now().UnixNano())
+	b := newBundle(t, url, "recall.test."+suffix, "RECALL_TEST_"+suffix)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.JS.DeleteStream(ctx, b.Stream)
+	})
+	return b
+}
+
+func newBundle(t testing.TB, natsURL, subject, stream string) *Bundle {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := pgtest.NewDatabase(t)
@@ -63,27 +91,27 @@ func New(t testing.TB) *Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := natstest.Start(t)
-	nc, err := nats.Connect(ns.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
-		t.Fatalf("nats: %v", err)
+		t.Fatalf("NATS is not reachable at %s: %v", natsURL, err)
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Bundle{T: t, DatabaseURL: dbURL, Pool: pool, NATS: ns, Store: st, JS: js, GapTimeout: 2 * time.Second}
+	return &Bundle{T: t, DatabaseURL: dbURL, Pool: pool, NATSURL: natsURL, Subject: subject, Stream: stream,
+		Store: st, JS: js, GapTimeout: 2 * time.Second}
 }
 
 // Worker is one worker "process": its own pool, River client and NATS
 // connection.
 type Worker struct {
-	Store  *store.Store
-	River  *river.Client[pgx.Tx]
-	Worker *worker.Worker
-	NC     *nats.Conn
-	pool   *pgxpool.Pool
+	Store   *store.Store
+	River   *river.Client[pgx.Tx]
+	Worker  *worker.Worker
+	NC      *nats.Conn
+	pool    *pgxpool.Pool
 	stopped bool
 }
 
@@ -111,11 +139,11 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	if err := rc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(b.NATS.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(b.NATSURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(nc, st, &worker.Config{Stream: Stream, Subject: Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, Logger: logger})
+	w, err := worker.New(nc, st, &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +195,7 @@ func (b *Bundle) Publish(eventID string, data []byte) {
 	b.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := b.JS.PublishMsg(ctx, &nats.Msg{Subject: Subject, Data: data, Header: nats.Header{"Nats-Msg-Id": []string{eventID}}}); err != nil {
+	if _, err := b.JS.PublishMsg(ctx, &nats.Msg{Subject: b.Subject, Data: data, Header: nats.Header{"Nats-Msg-Id": []string{eventID}}}); err != nil {
 		b.T.Fatalf("publish %s: %v", eventID, err)
 	}
 }
