@@ -251,7 +251,11 @@ func storedRole(kind string, data rawObject) (Role, bool) {
 		}
 		return normaliseRole(r)
 	}
-	return normaliseRole(strings.TrimSuffix(kind, "Chunk"))
+	if r, ok := normaliseRole(strings.TrimSuffix(kind, "Chunk")); ok {
+		return r, true
+	}
+	// messages_to_dict writes chunks by class name ("AIMessageChunk").
+	return classRole(kind, data)
 }
 
 // classRole maps a LangChain class name (the last element of the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -76,10 +77,12 @@ func (c *config) bind(fs *flag.FlagSet, env *Env) {
 		}
 		fs.IntVar(p, name, v, usage+" (env "+envName+")")
 	}
-	str(&c.DatabaseURL, "database-url", "DATABASE_URL", defaultDatabaseURL, "Postgres URL; the database is created if missing")
+	c.DatabaseURL = or(env.Getenv("DATABASE_URL"), defaultDatabaseURL)
+	fs.Var(redactedFlag{&c.DatabaseURL, redactDatabaseURL}, "database-url", "Postgres URL; the database is created if missing (env DATABASE_URL)")
 	str(&c.NATSURL, "nats-url", "NATS_URL", defaultNATSURL, "NATS server URL")
 	str(&c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the read API listens on")
-	str(&c.JWTSecret, "jwt-secret", "RECALL_JWT_SECRET", "", "HS256 secret of the read API's bearer tokens")
+	c.JWTSecret = env.Getenv("RECALL_JWT_SECRET")
+	fs.Var(redactedFlag{&c.JWTSecret, func(string) string { return "" }}, "jwt-secret", "HS256 secret of the read API's bearer tokens (env RECALL_JWT_SECRET)")
 	str(&c.Subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
 	str(&c.Stream, "stream", "RECALL_STREAM", defaultStream, "JetStream stream of checkpoint events (created if missing)")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
@@ -110,4 +113,28 @@ func (c *config) logger(w io.Writer) (*slog.Logger, error) {
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: noColor})), nil
 	}
 	return nil, fmt.Errorf("RECALL_LOG_FORMAT must be text or json, not %q", c.LogFormat)
+}
+
+// redactedFlag is a string flag whose value is never printed as it is (in
+// -h output, say): secrets are hidden and URLs lose their passwords.
+type redactedFlag struct {
+	p      *string
+	redact func(string) string
+}
+
+func (f redactedFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.redact(*f.p)
+}
+
+func (f redactedFlag) Set(s string) error { *f.p = s; return nil }
+
+func redactDatabaseURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Redacted()
 }
