@@ -53,10 +53,12 @@ type Score struct {
 	Required  int     `json:"required"`
 	Retained  int     `json:"retained"`
 	Retention float64 `json:"retention"`
-	// InBucket counts retained facts with a bucket mark found in that
-	// bucket, of Bucketed facts with a bucket mark.
-	Bucketed int `json:"bucketed"`
-	InBucket int `json:"in_bucket"`
+	// Bucketed counts facts with a bucket mark; Classified those that
+	// entered the evidence in that bucket (the classifier's accuracy), and
+	// InBucket those retained in it.
+	Bucketed   int `json:"bucketed"`
+	Classified int `json:"classified"`
+	InBucket   int `json:"in_bucket"`
 	// Leakage counts forbidden markers found in the evidence at any turn.
 	Leakage int `json:"leakage"`
 	// BudgetViolations counts steps whose message exceeded the token bound;
@@ -66,6 +68,10 @@ type Score struct {
 	// Inconsistent counts conversations whose turn-by-turn state differs
 	// from one fold over the whole history (§4.9).
 	Inconsistent int `json:"inconsistent"`
+	// Inflow counts the entries that entered each bucket (constraints,
+	// decisions, open_work, recent_context) over all turns: the pressure
+	// that evicts older entries.
+	Inflow [4]int `json:"inflow"`
 	// OmittedEntries is the evidence's omitted_entries after the last turn.
 	OmittedEntries int `json:"omitted_entries"`
 	// EvidenceTokens is the estimated tokens of the evidence message after
@@ -119,6 +125,8 @@ type FactResult struct {
 	// never summarised into an entry (it was cut from a long excerpt); one
 	// present and lost was evicted.
 	EverPresent bool `json:"ever_present"`
+	// FirstBucket is the bucket it was first found in.
+	FirstBucket string `json:"first_bucket,omitempty"`
 	// LostAtStep is the step after which it was last missing, -1 when
 	// retained or never present.
 	LostAtStep int `json:"lost_at_step"`
@@ -171,11 +179,15 @@ func (s *Score) add(o *Score) {
 	s.Required += o.Required
 	s.Retained += o.Retained
 	s.Bucketed += o.Bucketed
+	s.Classified += o.Classified
 	s.InBucket += o.InBucket
 	s.Leakage += o.Leakage
 	s.BudgetViolations += o.BudgetViolations
 	s.InvalidMessages += o.InvalidMessages
 	s.Inconsistent += o.Inconsistent
+	for i := range s.Inflow {
+		s.Inflow[i] += o.Inflow[i]
+	}
 	s.OmittedEntries += o.OmittedEntries
 	s.EvidenceTokens += o.EvidenceTokens
 	s.MaxEvidenceTokens = max(s.MaxEvidenceTokens, o.MaxEvidenceTokens)
@@ -233,6 +245,13 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 				return fr, fmt.Errorf("fixture %s: %s: fold at message %d: %s", f.Name, c.key, i, outcome)
 			}
 			fr.FoldedMessages += max(0, next.Cursor-st.Cursor)
+			for b := range evidence.Bucket(len(bucketNames)) {
+				for _, e := range *next.Buckets.Get(b) {
+					if e.Index >= st.Cursor {
+						fr.Inflow[b]++
+					}
+				}
+			}
 			st = next
 			msg := evidence.Render(&st)
 			tokens := 0
@@ -258,7 +277,10 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 				}
 			}
 			for j := range facts {
-				if _, ok := findFact(&st, facts[j].Text); ok {
+				if b, ok := findFact(&st, facts[j].Text); ok {
+					if !facts[j].EverPresent {
+						facts[j].FirstBucket = b
+					}
 					facts[j].EverPresent = true
 					facts[j].LostAtStep = -1
 				} else if facts[j].EverPresent && facts[j].LostAtStep < 0 {
@@ -302,6 +324,9 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 		}
 		if fact.WantBucket != "" {
 			fr.Bucketed++
+			if fact.FirstBucket == fact.WantBucket {
+				fr.Classified++
+			}
 			if fact.Bucket == fact.WantBucket {
 				fr.InBucket++
 			}

@@ -179,7 +179,8 @@ func TestScoreContractFold(t *testing.T) {
 	got.FoldNanos, got.NanosPerMessage = 0, 0
 	want := Score{
 		Conversations: 1, Messages: 7, Steps: 2,
-		Required: 2, Retained: 2, Retention: 1, Bucketed: 1, InBucket: 1,
+		Required: 2, Retained: 2, Retention: 1, Bucketed: 1, Classified: 1, InBucket: 1,
+		Inflow:         [4]int{1, 1, 0, 0},
 		FoldedMessages: 6, OmittedEntries: 0,
 		EvidenceTokens:    got.EvidenceTokens,
 		MaxEvidenceTokens: got.EvidenceTokens,

@@ -12,11 +12,11 @@ import (
 // listed.
 func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fixture\tconvs\tmsgs\tsteps\tretained\tretention\tin bucket\tleaks\tover budget\tinvalid\tevidence tok\thistory tok\tratio\tfold µs/msg\t")
+	fmt.Fprintln(tw, "fixture\tconvs\tmsgs\tsteps\tretained\tretention\tclassified\tin bucket\tleaks\tover budget\tinvalid\tevidence tok\thistory tok\tratio\tfold µs/msg\t")
 	row := func(name string, s *Score) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d/%d\t%.1f%%\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%.1fx\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d/%d\t%.1f%%\t%d/%d\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%.1fx\t%.1f\t\n",
 			name, s.Conversations, s.Messages, s.Steps, s.Retained, s.Required, 100*s.Retention,
-			s.InBucket, s.Bucketed, s.Leakage, s.BudgetViolations, s.InvalidMessages,
+			s.Classified, s.Bucketed, s.InBucket, s.Bucketed, s.Leakage, s.BudgetViolations, s.InvalidMessages,
 			s.EvidenceTokens, s.HistoryTokens, s.Compression, s.NanosPerMessage/1e3)
 	}
 	for i := range r.Fixtures {
@@ -56,7 +56,7 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 			case !fact.EverPresent:
 				state = "never in evidence"
 			default:
-				state = fmt.Sprintf("lost after step %d", fact.LostAtStep)
+				state = fmt.Sprintf("lost from %s after step %d", fact.FirstBucket, fact.LostAtStep)
 			}
 			fmt.Fprintf(&b, "%-5s %s/%s: %q: %s", "fact", f.Name, fact.Conversation, clip(fact.Text), state)
 			if fact.WantBucket != "" && fact.WantBucket != fact.Bucket {

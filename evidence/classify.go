@@ -27,13 +27,74 @@ func (b Bucket) String() string {
 	return bucketNames[b]
 }
 
-// DefaultKeywords are the contract's keywords (§4.6) for the first three
-// buckets; RecentContext takes everything else. Each entry is a word or a
-// phrase of words, matched case-insensitively on whole words.
+// DefaultKeywords are the keywords of the first three buckets;
+// RecentContext takes everything else. Each entry is a word or a phrase of
+// words, matched case-insensitively on whole words. Each list starts with
+// the contract's words (§4.6), in its order; the words after them are more,
+// as the contract allows ("more may"): English variants of the contract's
+// words and their translations into German, French, Spanish, Italian,
+// Portuguese, Dutch, Arabic and Hebrew, kept for what they did to retention
+// in the offline evaluation (eval/README.md). Words of languages written
+// without spaces (Japanese, Chinese) cannot match whole words and are not
+// listed.
 var DefaultKeywords = [3][]string{
-	Constraints: {"must", "never", "always", "required", "cannot", "can't", "don't", "do not", "only", "at most", "at least", "deadline"},
-	Decisions:   {"decided", "agreed", "confirmed", "chose", "approved", "go with", "we'll use", "settled"},
-	OpenWork:    {"todo", "next step", "follow up", "pending", "still need", "need to", "tbd", "open question"},
+	Constraints: {
+		"must", "never", "always", "required", "cannot", "can't", "don't", "do not", "only", "at most", "at least", "deadline",
+		// More: English.
+		"mustn't", "may not", "can not", "no later than", "no more than", "not more than", "no fewer than", "not allowed", "forbidden", "prohibited", "mandatory", "requirement", "requirements", "non-negotiable", "no exceptions", "hard limit", "capped at", "at the latest", "due by",
+		// More: German.
+		"muss", "müssen", "musst", "müsst", "nie", "niemals", "immer", "nur", "darf nicht", "dürfen nicht", "höchstens", "mindestens", "spätestens", "verboten", "pflicht", "erforderlich", "frist",
+		// More: French.
+		"doit", "doivent", "devons", "devez", "jamais", "toujours", "seulement", "uniquement", "au plus", "au moins", "au plus tard", "obligatoire", "interdit", "date limite",
+		// More: Spanish.
+		"debe", "deben", "debemos", "nunca", "siempre", "solo", "sólo", "únicamente", "como máximo", "como mínimo", "obligatorio", "prohibido", "fecha límite",
+		// More: Italian.
+		"deve", "devono", "dobbiamo", "sempre", "soltanto", "al massimo", "almeno", "vietato", "scadenza",
+		// More: Portuguese.
+		"devem", "devemos", "apenas", "somente", "no máximo", "pelo menos", "obrigatório", "proibido", "prazo",
+		// More: Dutch.
+		"moet", "moeten", "nooit", "altijd", "alleen", "hoogstens", "minstens", "uiterlijk", "verplicht", "verboden",
+		// More: Arabic.
+		"يجب", "أبدا", "أبداً", "دائما", "دائماً", "فقط", "مطلوب", "لا يمكن", "ممنوع", "على الأقل", "على الأكثر", "الموعد النهائي", "لا نريد", "لا أريد",
+		// More: Hebrew.
+		"חייב", "חייבת", "חייבים", "אסור", "אף פעם", "תמיד", "רק", "לפחות", "לכל היותר", "לא יכול", "לא יכולים",
+	},
+	Decisions: {
+		"decided", "agreed", "confirmed", "chose", "approved", "go with", "we'll use", "settled",
+		// More: English.
+		"decision", "decide", "decides", "going with", "let's use", "opted", "opt for", "picked", "signed off", "signs off", "sign off", "accepted", "locked in", "finalised", "finalized",
+		// More: German.
+		"entschieden", "beschlossen", "vereinbart", "festgelegt", "bestätigt", "genehmigt",
+		// More: French.
+		"décidé", "convenu", "choisi", "validé", "approuvé", "confirmé",
+		// More: Spanish and Portuguese.
+		"decidimos", "decidido", "acordamos", "acordado", "confirmado", "aprobado", "aprovado", "elegimos", "escolhemos", "combinado",
+		// More: Italian.
+		"deciso", "concordato", "confermato", "approvato", "scelto",
+		// More: Dutch.
+		"besloten", "afgesproken", "bevestigd", "goedgekeurd", "gekozen",
+		// More: Arabic.
+		"قررنا", "اتفقنا", "تمت الموافقة",
+		// More: Hebrew.
+		"החלטנו", "סיכמנו", "אושר",
+	},
+	OpenWork: {
+		"todo", "next step", "follow up", "pending", "still need", "need to", "tbd", "open question",
+		// More: English.
+		"next steps", "action item", "action items", "open item", "open items", "open questions", "still open", "blocked on", "waiting on",
+		// More: German.
+		"nächster schritt", "nächste schritte", "offene frage", "noch zu tun",
+		// More: French.
+		"prochaine étape", "à faire", "question ouverte", "en attente",
+		// More: Spanish, Portuguese and Italian.
+		"próximo paso", "pendiente", "por hacer", "próximo passo", "pendente", "prossimo passo", "da fare", "in sospeso",
+		// More: Dutch.
+		"volgende stap", "nog te doen",
+		// More: Arabic.
+		"الخطوة التالية",
+		// More: Hebrew.
+		"הצעד הבא",
+	},
 }
 
 // Classifier assigns text to a bucket by keywords. Build one with
