@@ -188,7 +188,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, err
 		}
-		if err := a.listener.Start(ctx); err != nil {
+		if err := a.listener.Start(context.WithoutCancel(ctx)) // stopped in order by stop; err != nil {
 			return nil, err
 		}
 		a.handler, err = api.New(a.store, &api.Config{
