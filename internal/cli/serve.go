@@ -188,7 +188,8 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, err
 		}
-		if err := a.listener.Start(context.WithoutCancel(ctx)) // stopped in order by stop; err != nil {
+		// The listener lives until stop ends it, not until the first signal.
+		if err := a.listener.Start(context.WithoutCancel(ctx)); err != nil {
 			return nil, err
 		}
 		a.handler, err = api.New(a.store, &api.Config{
