@@ -3,6 +3,7 @@ package eval
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -435,4 +436,105 @@ func TestWriteTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
+}
+
+// foldTexts folds msgs (role, id and text) and one last request as one
+// history, with cfg, and returns the state.
+func foldTexts(t *testing.T, cfg *evidence.Config, msgs ...evidence.Message) evidence.State {
+	t.Helper()
+	history := append(append([]evidence.Message(nil), msgs...), user("last", "go on"))
+	for i := range history {
+		raw, _ := json.Marshal(map[string]string{"role": string(history[i].Role), "id": history[i].ID, "content": history[i].Text})
+		m, err := evidence.DecodeMessage(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		history[i] = m
+	}
+	s, _, err := evidence.Fold(evidence.NewState(), history, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func user(id, text string) evidence.Message {
+	return evidence.Message{Role: evidence.RoleUser, ID: id, Text: text}
+}
+
+func assistant(id, text string) evidence.Message {
+	return evidence.Message{Role: evidence.RoleAssistant, ID: id, Text: text}
+}
+
+func ids(entries []evidence.Entry) []string {
+	out := []string{}
+	for _, e := range entries {
+		out = append(out, e.MessageID)
+	}
+	return out
+}
+
+// TestExperimentSwitches checks what each experimental switch of
+// evidence.Config does, against the contract's fold with it off.
+func TestExperimentSwitches(t *testing.T) {
+	t.Run("dedupe", func(t *testing.T) {
+		msgs := []evidence.Message{
+			user("u1", "We must ship the release by Friday."),
+			user("u2", "Budget: at most 40 days."),
+			user("u3", "Reminder: we must ship the release by Friday, no slipping."),
+		}
+		if got := ids(foldTexts(t, nil, msgs...).Buckets.Constraints); !cmp.Equal(got, []string{"u1", "u2", "u3"}) {
+			t.Errorf("contract: constraints %v, want all three", got)
+		}
+		s := foldTexts(t, &evidence.Config{ExperimentalDedupe: true}, msgs...)
+		if got := ids(s.Buckets.Constraints); !cmp.Equal(got, []string{"u2", "u3"}) || s.OmittedEntries != 1 {
+			t.Errorf("dedupe: constraints %v, omitted %d; want [u2 u3] and 1 (u3 restates u1)", got, s.OmittedEntries)
+		}
+	})
+	t.Run("user-first", func(t *testing.T) {
+		msgs := []evidence.Message{
+			user("u1", "The deadline is Friday."),
+			assistant("a1", "Understood, I can only work on the API today."),
+		}
+		for _, id := range []string{"u2", "u3", "u4", "u5", "u6"} {
+			msgs = append(msgs, user(id, "You must also check "+id+"."))
+		}
+		if got := ids(foldTexts(t, nil, msgs...).Buckets.Constraints); !cmp.Equal(got, []string{"a1", "u2", "u3", "u4", "u5", "u6"}) {
+			t.Errorf("contract: constraints %v, want the oldest (u1) gone", got)
+		}
+		got := ids(foldTexts(t, &evidence.Config{ExperimentalUserFirst: true}, msgs...).Buckets.Constraints)
+		if !cmp.Equal(got, []string{"u1", "u2", "u3", "u4", "u5", "u6"}) {
+			t.Errorf("user-first: constraints %v, want the assistant entry (a1) gone", got)
+		}
+	})
+	t.Run("protect", func(t *testing.T) {
+		long := strings.Repeat("word ", 170) // 850 bytes
+		var msgs []evidence.Message
+		for i := range 4 {
+			msgs = append(msgs, user(fmt.Sprint("c", i), "We must keep this. "+long))
+		}
+		for i := range 3 {
+			msgs = append(msgs, user(fmt.Sprint("r", i), "Some context. "+long))
+		}
+		// 7 entries of ~300 tokens: over 1,800, so one or two must go, from
+		// constraints (the largest bucket) by the contract.
+		contract := foldTexts(t, nil, msgs...)
+		protect := foldTexts(t, &evidence.Config{ExperimentalProtect: true}, msgs...)
+		if len(contract.Buckets.Constraints)+len(contract.Buckets.RecentContext) != len(protect.Buckets.Constraints)+len(protect.Buckets.RecentContext) {
+			t.Fatalf("the switch changes how many entries fit")
+		}
+		if got := ids(protect.Buckets.Constraints); !cmp.Equal(got, []string{"c0", "c1", "c2", "c3"}) {
+			t.Errorf("protect: constraints %v, want both kept while recent_context has entries", got)
+		}
+		if got := ids(contract.Buckets.Constraints); len(got) == 4 {
+			t.Errorf("contract: constraints %v; the case does not exercise the token bound's eviction", got)
+		}
+	})
+	t.Run("off by default", func(t *testing.T) {
+		msgs := []evidence.Message{user("u1", "We must ship by Friday."), user("u2", "We must ship by Friday.")}
+		a, b := foldTexts(t, nil, msgs...), foldTexts(t, &evidence.Config{}, msgs...)
+		if diff := cmp.Diff(a, b); diff != "" || len(a.Buckets.Constraints) != 2 {
+			t.Errorf("zero Config differs from nil or dedupes (-nil +zero):\n%s", diff)
+		}
+	})
 }

@@ -17,7 +17,23 @@ type Experiment struct {
 	enable  func(*evidence.Config)
 }
 
-var experiments = []Experiment{}
+var experiments = []Experiment{
+	{
+		Name:    "dedupe",
+		Summary: "a new entry that restates an older one of its bucket (80% of its words) replaces it",
+		enable:  func(c *evidence.Config) { c.ExperimentalDedupe = true },
+	},
+	{
+		Name:    "user-first",
+		Summary: "a full bucket, or the token bound, evicts the oldest assistant entry before any user entry",
+		enable:  func(c *evidence.Config) { c.ExperimentalUserFirst = true },
+	},
+	{
+		Name:    "protect",
+		Summary: "the token bound evicts from recent_context and open_work before decisions and constraints",
+		enable:  func(c *evidence.Config) { c.ExperimentalProtect = true },
+	},
+}
 
 // Experiments lists the experiments, by name.
 func Experiments() []Experiment { return append([]Experiment(nil), experiments...) }

@@ -91,6 +91,24 @@ type Config struct {
 	// Classifier picks an entry's bucket. Defaults to one built from
 	// DefaultKeywords.
 	Classifier *Classifier
+
+	// The Experimental switches change the fold in ways the contract (§4.8)
+	// does not allow. They exist to be measured by the offline evaluation
+	// ("recall eval --experiment NAME", eval/README.md) and must stay off
+	// in production: a state folded with one on is not the contract's.
+
+	// ExperimentalDedupe drops an older entry of a bucket when a new entry
+	// of that bucket restates it (holds at least 80% of its words), instead
+	// of keeping both. Defaults to false.
+	ExperimentalDedupe bool
+	// ExperimentalUserFirst makes a bucket over its bound lose its oldest
+	// assistant entry, and a user entry only when it has no assistant
+	// entry left. Defaults to false.
+	ExperimentalUserFirst bool
+	// ExperimentalProtect makes the token bound evict from recent_context
+	// and open_work (the larger first) before decisions and constraints.
+	// Defaults to false.
+	ExperimentalProtect bool
 }
 
 // Contract defaults.
@@ -164,18 +182,29 @@ func (s *State) add(m *Message, index int, c *Config, size *envelopeSize) {
 	}
 	b := c.Classifier.Classify(m.Text)
 	list := s.Buckets.Get(b)
+	if c.ExperimentalDedupe {
+		s.OmittedEntries += dropRestated(list, b, excerpt, size)
+	}
 	// The excerpt is a substring of the message's text and the id is the
 	// message's own: copies keep the state from holding the history alive.
 	*list = append(*list, Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: index, Excerpt: strings.Clone(excerpt), Truncated: truncated})
 	size.added(b, &(*list)[len(*list)-1])
 	for len(*list) > c.MaxEntriesPerBucket {
+		if c.ExperimentalUserFirst && removeOldestAssistant(list, b, size) {
+			s.OmittedEntries++
+			continue
+		}
 		size.removed(b, &(*list)[0])
 		// Copy rather than reslice so that evicted excerpts can be freed.
 		*list = append((*list)[:0:0], (*list)[1:]...)
 		s.OmittedEntries++
 	}
 	for s.Buckets.Len() > 0 && EstimateTokens(size.total(s.OmittedEntries, &s.Buckets)) > c.MaxTokens {
-		evictOldestOfLargest(&s.Buckets, size)
+		if c.ExperimentalProtect || c.ExperimentalUserFirst {
+			evictExperimental(&s.Buckets, c, size)
+		} else {
+			evictOldestOfLargest(&s.Buckets, size)
+		}
 		s.OmittedEntries++
 	}
 }
@@ -204,4 +233,82 @@ func evictOldestOfLargest(bs *Buckets, size *envelopeSize) {
 		// Copy rather than reslice so that evicted excerpts can be freed.
 		*list = append((*list)[:0:0], (*list)[1:]...)
 	}
+}
+
+// dropRestated removes the entries of list (bucket b) whose words are, for
+// at least 80%, words of excerpt too: excerpt restates them
+// (ExperimentalDedupe). It returns how many went.
+func dropRestated(list *[]Entry, b Bucket, excerpt string, size *envelopeSize) int {
+	if len(*list) == 0 {
+		return 0
+	}
+	words := make(map[string]bool)
+	for _, w := range splitWords(excerpt, nil) {
+		words[w] = true
+	}
+	n := 0
+	kept := (*list)[:0:0]
+	for i := range *list {
+		e := &(*list)[i]
+		old := splitWords(e.Excerpt, nil)
+		shared := 0
+		seen := make(map[string]bool, len(old))
+		for _, w := range old {
+			if !seen[w] {
+				seen[w] = true
+				if words[w] {
+					shared++
+				}
+			}
+		}
+		if len(seen) >= 3 && shared*5 >= len(seen)*4 {
+			size.removed(b, e)
+			n++
+			continue
+		}
+		kept = append(kept, *e)
+	}
+	if n > 0 {
+		*list = kept
+	}
+	return n
+}
+
+// removeOldestAssistant removes the oldest assistant entry of list (bucket
+// b), if it has one (ExperimentalUserFirst).
+func removeOldestAssistant(list *[]Entry, b Bucket, size *envelopeSize) bool {
+	for i := range *list {
+		if (*list)[i].Role == RoleAssistant {
+			size.removed(b, &(*list)[i])
+			*list = append((*list)[:i:i], (*list)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// evictExperimental removes one entry for the token bound under the
+// experimental switches: with ExperimentalProtect from the larger of
+// recent_context and open_work while either has entries, else the largest
+// bucket; with ExperimentalUserFirst that bucket's oldest assistant entry
+// if it has one, else its oldest.
+func evictExperimental(bs *Buckets, c *Config, size *envelopeSize) {
+	b := largest(bs)
+	if c.ExperimentalProtect {
+		if n, o := len(bs.RecentContext), len(bs.OpenWork); n > 0 || o > 0 {
+			b = RecentContext
+			if o > n {
+				b = OpenWork
+			}
+		}
+	}
+	if b < 0 {
+		return
+	}
+	list := bs.Get(b)
+	if c.ExperimentalUserFirst && removeOldestAssistant(list, b, size) {
+		return
+	}
+	size.removed(b, &(*list)[0])
+	*list = append((*list)[:0:0], (*list)[1:]...)
 }
