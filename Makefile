@@ -38,3 +38,9 @@ eval: ## evidence quality report over the fixtures
 lint: ## vet and gofmt
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+.PHONY: example-langgraph
+example-langgraph: ## run examples/langgraph-js (npm ci, node) against a running `recall dev`: paste its export lines first
+	@test -n "$$RECALL_API_URL" && test -n "$$NATS_URL" && test -n "$$RECALL_TOKEN" || \
+		{ echo "example-langgraph: set RECALL_API_URL, NATS_URL and RECALL_TOKEN: run 'make dev' in another shell and paste the export lines it prints" >&2; exit 1; }
+	cd examples/langgraph-js && npm ci --no-audit --no-fund && node main.mjs

@@ -3,6 +3,11 @@
 // server binaries, initialises a data folder once, and starts and stops
 // the server on a free loopback port.
 //
+// Find looks for the binaries on PATH, then in the folders matching
+// DefaultBinGlob, or the glob in the environment variable RECALL_PG_BIN_GLOB
+// when it is set (for installations elsewhere, and for tests that must see
+// no binaries).
+//
 // PostgreSQL refuses to run as root. When the process is root, the server
 // runs as the "postgres" operating-system user, and its folder is made
 // reachable by that user.
@@ -10,6 +15,7 @@ package devpg
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,20 +33,29 @@ import (
 	"time"
 )
 
-// ErrNoBinaries is returned by Find when no PostgreSQL server binaries are
-// installed.
-var ErrNoBinaries = errors.New("no PostgreSQL server binaries found (initdb, pg_ctl and postgres, on PATH or under /usr/lib/postgresql/*/bin): " +
-	"install PostgreSQL (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql) or set DATABASE_URL to a server that answers")
+// ErrNoBinaries is returned (wrapped, with where Find looked and what to
+// install) by Find when no PostgreSQL server binaries are installed.
+var ErrNoBinaries = errors.New("no PostgreSQL server binaries found")
 
-// Find returns the folder holding initdb, pg_ctl and postgres.
+// BinGlobEnv names the environment variable that overrides DefaultBinGlob.
+const BinGlobEnv = "RECALL_PG_BIN_GLOB"
+
+// DefaultBinGlob matches the bin folders of Debian and Ubuntu's PostgreSQL
+// packages, one per major version.
+const DefaultBinGlob = "/usr/lib/postgresql/*/bin"
+
+// Find returns the folder holding initdb, pg_ctl and postgres: the one of
+// pg_ctl on PATH, else the newest major version's among the folders that
+// match RECALL_PG_BIN_GLOB (default DefaultBinGlob).
 func Find() (string, error) {
+	glob := cmp.Or(os.Getenv(BinGlobEnv), DefaultBinGlob)
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		dir := filepath.Dir(p)
 		if hasServer(dir) {
 			return dir, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(glob)
 	// Newest major first.
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
 	for _, dir := range dirs {
@@ -48,7 +63,10 @@ func Find() (string, error) {
 			return dir, nil
 		}
 	}
-	return "", ErrNoBinaries
+	return "", fmt.Errorf("%w (initdb, pg_ctl and postgres, on PATH or in %s): "+
+		"install the PostgreSQL server (Debian/Ubuntu: apt-get install postgresql; Fedora: dnf install postgresql-server; "+
+		"macOS: brew install postgresql), set %s to the glob of its bin folder, "+
+		"or set DATABASE_URL to a server that answers", ErrNoBinaries, glob, BinGlobEnv)
 }
 
 func version(dir string) int {

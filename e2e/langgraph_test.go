@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLangGraphJSExample runs examples/langgraph-js against recall dev, as
+// `make example-langgraph` does: npm ci, then node main.mjs, which checks
+// the evidence itself and exits non-zero when it is wrong.
+func TestLangGraphJSExample(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to run examples/langgraph-js (install Node.js 20 or later, with npm): %v", tool, err)
+		}
+	}
+	// A copy, so that the test leaves no node_modules in the tree and
+	// does not race a developer's own npm install.
+	src := filepath.Join("..", "examples", "langgraph-js")
+	work := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	runIn(t, work, childEnv(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
+
+	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
+	out := runIn(t, work, d.env(), 2*time.Minute, "node", "main.mjs")
+	if !strings.Contains(out, "ok: ") {
+		t.Errorf("the example exited 0 without its ok line:\n%s", out)
+	}
+	d.interrupt()
+}
+
+// runIn runs a command in dir and fails the test unless it exits 0 within
+// timeout. It returns the command's stdout and logs both outputs.
+func runIn(t *testing.T, dir string, env []string, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	line := name + " " + strings.Join(args, " ")
+	if err != nil {
+		t.Fatalf("%s: %v after %s\nstdout:\n%s\nstderr:\n%s", line, err, time.Since(start).Round(time.Millisecond), stdout.String(), stderr.String())
+	}
+	t.Logf("%s: exit 0 in %s\n%s", line, time.Since(start).Round(time.Millisecond), stdout.String())
+	return stdout.String()
+}
