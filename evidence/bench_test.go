@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchArtifact returns a tool artifact of about size bytes as a Python
@@ -48,11 +49,44 @@ func benchText(r *rand.Rand, sentences int) string {
 	return b.String()
 }
 
+// benchSource returns about size bytes of Go source, as a coding agent's
+// file-reading tool returns it.
+func benchSource(size int) string {
+	lines := []string{
+		"// Package gateway serves the API: « ratelimit » — per key.",
+		"func (s *Server) handle(w http.ResponseWriter, r *http.Request) {",
+		"\tkey := r.Header.Get(\"X-Api-Key\")",
+		"\tif !s.limiter.Allow(key) {",
+		"\t\thttp.Error(w, `{\"error\":\"rate limited\"}`, http.StatusTooManyRequests)",
+		"\t\treturn",
+		"\t}",
+		"\tif err := json.NewDecoder(r.Body).Decode(&req); err != nil {",
+		"\t\treturn fmt.Errorf(\"decode %s: %w\", name, err) // C:\\temp",
+		"\t}",
+		"}",
+		"",
+	}
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		b.WriteString(lines[i%len(lines)])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Kinds of tool results in benchHistory.
+const (
+	benchNoTools = iota // text only
+	benchRows           // a query tool: a large artifact of rows
+	benchFiles          // a file tool: a large file as content, a small artifact
+	benchMixed          // both, turn by turn
+)
+
 // benchHistory returns a realistic agent conversation of turns turns, each a
-// user request, an assistant tool call, a tool result with a large artifact
-// (artifactBytes) and a JSON string content, and an assistant answer, in the
-// flat form; and the raw JSON of each message.
-func benchHistory(tb testing.TB, turns, artifactBytes int) ([]Message, []json.RawMessage) {
+// user request, an assistant tool call, a tool result of the given kind with
+// about artifactBytes of data, and an assistant answer, in the flat form;
+// and the raw JSON of each message.
+func benchHistory(tb testing.TB, turns, artifactBytes int, kind ...int) ([]Message, []json.RawMessage) {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(42, 42))
 	var raws []json.RawMessage
@@ -68,9 +102,19 @@ func benchHistory(tb testing.TB, turns, artifactBytes int) ([]Message, []json.Ra
 		add(map[string]any{"id": fmt.Sprintf("a%d", t), "role": "assistant", "content": "Let me check.", "tool_calls": []any{
 			map[string]any{"id": fmt.Sprintf("call_%d", t), "type": "function", "function": map[string]any{"name": "run_query", "arguments": `{"sql": "select * from invoice_lines", "limit": 100}`}},
 		}})
-		if artifactBytes > 0 {
-			art := benchArtifact(r, artifactBytes)
-			add(map[string]any{"id": fmt.Sprintf("t%d", t), "role": "tool", "tool_call_id": fmt.Sprintf("call_%d", t), "content": string(art[:min(len(art), artifactBytes/4)]), "artifact": art})
+		k := benchMixed
+		if len(kind) > 0 {
+			k = kind[0]
+		}
+		if k == benchMixed {
+			k = benchRows + t%2
+		}
+		switch {
+		case artifactBytes == 0 || k == benchNoTools:
+		case k == benchRows:
+			add(map[string]any{"id": fmt.Sprintf("t%d", t), "role": "tool", "tool_call_id": fmt.Sprintf("call_%d", t), "content": "212 rows; largest table invoice_lines", "artifact": benchArtifact(r, artifactBytes)})
+		case k == benchFiles:
+			add(map[string]any{"id": fmt.Sprintf("t%d", t), "role": "tool", "tool_call_id": fmt.Sprintf("call_%d", t), "content": benchSource(artifactBytes), "artifact": map[string]any{"path": "gateway/server.go", "lines": 900}})
 		}
 		add(map[string]any{"id": fmt.Sprintf("b%d", t), "role": "assistant", "content": benchText(r, 2+r.IntN(8))})
 	}
@@ -120,45 +164,85 @@ func canonicalBytes(b *testing.B, msgs []Message) ([][]byte, int) {
 	return canon, n
 }
 
+// digestKinds are the histories of the digest benchmarks: 20 turns with
+// tool results of 32 KB: mixed (the default: rows and files turn by turn),
+// rows only (structured artifacts as Python writes them, the canonicaliser's
+// worst case) and files only (large strings).
+var digestKinds = []struct {
+	name string
+	kind int
+}{{"mixed", benchMixed}, {"rows", benchRows}, {"files", benchFiles}}
+
 // BenchmarkDigestChain and BenchmarkSHA256SameBytes hash the same canonical
 // bytes (SetBytes is their total in both): the ratio of their MB/s is the
-// chain's throughput relative to plain SHA-256.
+// chain's throughput relative to plain SHA-256. BenchmarkDigestRatio
+// measures that ratio directly, alternating the two, which is steadier on a
+// busy machine.
 func BenchmarkDigestChain(b *testing.B) {
-	msgs, _ := benchHistory(b, 20, 32<<10)
-	_, n := canonicalBytes(b, msgs)
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Chain(ChainStart(), msgs); err != nil {
-			b.Fatal(err)
-		}
+	for _, k := range digestKinds {
+		b.Run(k.name, func(b *testing.B) {
+			msgs, _ := benchHistory(b, 20, 32<<10, k.kind)
+			_, n := canonicalBytes(b, msgs)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Chain(ChainStart(), msgs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 func BenchmarkSHA256SameBytes(b *testing.B) {
-	msgs, _ := benchHistory(b, 20, 32<<10)
-	canon, n := canonicalBytes(b, msgs)
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	for b.Loop() {
-		c := ChainStart()
-		for _, m := range canon {
-			c = c.Next(sha256.Sum256(m))
-		}
+	for _, k := range digestKinds {
+		b.Run(k.name, func(b *testing.B) {
+			msgs, _ := benchHistory(b, 20, 32<<10, k.kind)
+			canon, n := canonicalBytes(b, msgs)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				sha256Chain(canon)
+			}
+		})
 	}
 }
 
-// BenchmarkDigestChainText is the chain over a conversation without tool
-// artifacts: text messages only.
-func BenchmarkDigestChainText(b *testing.B) {
-	msgs, _ := benchHistory(b, 200, 0)
-	_, n := canonicalBytes(b, msgs)
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Chain(ChainStart(), msgs); err != nil {
-			b.Fatal(err)
-		}
+// sha256Chain is the chain over canonical bytes already at hand.
+func sha256Chain(canon [][]byte) Digest {
+	c := ChainStart()
+	for _, m := range canon {
+		c = c.Next(sha256.Sum256(m))
+	}
+	return c
+}
+
+// BenchmarkDigestRatio alternates the chain and plain SHA-256 over the same
+// bytes, timing each by the CPU time of its thread (threadCPU), and reports
+// the chain's throughput as a fraction of SHA-256's: on a busy machine the
+// ratio of wall times wanders with the load.
+func BenchmarkDigestRatio(b *testing.B) {
+	for _, k := range digestKinds {
+		b.Run(k.name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			msgs, _ := benchHistory(b, 20, 32<<10, k.kind)
+			canon, n := canonicalBytes(b, msgs)
+			var chain, plain time.Duration
+			for b.Loop() {
+				t0 := threadCPU()
+				if _, err := Chain(ChainStart(), msgs); err != nil {
+					b.Fatal(err)
+				}
+				t1 := threadCPU()
+				sha256Chain(canon)
+				chain += t1 - t0
+				plain += threadCPU() - t1
+			}
+			b.ReportMetric(float64(plain)/float64(chain), "chain/sha256")
+			b.ReportMetric(float64(n)*float64(b.N)/chain.Seconds()/1e6, "chain-cpu-MB/s")
+			b.ReportMetric(float64(n)*float64(b.N)/plain.Seconds()/1e6, "sha256-cpu-MB/s")
+		})
 	}
 }
 

@@ -169,9 +169,8 @@ func (m *Message) appendCanonical(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// appendJCS appends the canonical form of a JSON value. The two values recall
-// builds itself in canonical form ("null", "[]", "{}" and text part lists)
-// skip the library.
+// appendJCS appends the canonical form of a JSON value: by the fast path of
+// canonical.go where it answers, by the jcs library otherwise.
 func appendJCS(b []byte, raw []byte, field string) ([]byte, error) {
 	switch string(raw) {
 	case "", "null":
@@ -179,35 +178,14 @@ func appendJCS(b []byte, raw []byte, field string) ([]byte, error) {
 	case "[]", "{}":
 		return append(b, raw...), nil
 	}
-	if isCanonicalScalar(raw) {
-		return append(b, raw...), nil
+	if out, ok := appendCanonicalJSON(b, raw); ok {
+		return out, nil
 	}
 	c, err := jcs.Transform(raw)
 	if err != nil {
 		return b, &DecodeError{Index: -1, Field: field, Problem: "cannot be canonicalised (RFC 8785): duplicate keys, invalid numbers or invalid escapes"}
 	}
 	return append(b, c...), nil
-}
-
-// isCanonicalScalar reports whether raw is true, false, or a small
-// non-negative integer without leading zeros, which JCS leaves as they are.
-func isCanonicalScalar(raw []byte) bool {
-	switch string(raw) {
-	case "true", "false":
-		return true
-	}
-	if len(raw) == 0 || len(raw) > 15 {
-		return false
-	}
-	if raw[0] == '0' {
-		return len(raw) == 1
-	}
-	for _, c := range raw {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // appendCanonicalString appends s as a JSON string in RFC 8785 form: only
