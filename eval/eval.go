@@ -211,9 +211,12 @@ func (s *Score) finish() {
 
 func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) (FixtureReport, error) {
 	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Leaks: []Leak{}}
-	convs, err := f.conversations()
-	if err != nil {
-		return fr, err
+	convs := f.convs
+	if convs == nil {
+		var err error
+		if convs, err = f.conversations(); err != nil {
+			return fr, err
+		}
 	}
 	problem := func(format string, args ...any) {
 		if len(fr.Problems) < maxProblems {

@@ -34,6 +34,7 @@ const baselineFile = "baseline.json"
 // malformed, any inconsistency between turn-by-turn and whole folds, and
 // any retention below the baseline, in total or per fixture.
 func TestFixtures(t *testing.T) {
+	t.Parallel()
 	fixtures, err := Load(Fixtures())
 	if err != nil {
 		t.Fatal(err)
@@ -106,12 +107,14 @@ func TestFixtures(t *testing.T) {
 // TestExperiments runs every experiment over the fixtures: experiments may
 // change retention but never leak, break the bound or the message's shape.
 func TestExperiments(t *testing.T) {
+	t.Parallel()
 	fixtures, err := Load(Fixtures())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range append(Experiments(), Experiment{Name: "all"}) {
 		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
 			cfg, err := ConfigFor([]string{e.Name})
 			if err != nil {
 				t.Fatal(err)

@@ -35,6 +35,9 @@ type Fixture struct {
 	Forbidden []Marker `json:"forbidden"`
 	// Branches are conversations started later under new keys.
 	Branches []Branch `json:"branches,omitempty"`
+
+	// convs are the decoded conversations, kept by Parse; read only.
+	convs []conversation
 }
 
 // Branch is a conversation that a fixture starts under a new key, such as
@@ -150,9 +153,11 @@ func Parse(name string, data []byte) (Fixture, error) {
 		return Fixture{}, fmt.Errorf("fixture %s: %w", name, err)
 	}
 	f.Name = name
-	if _, err := f.conversations(); err != nil {
+	convs, err := f.conversations()
+	if err != nil {
 		return Fixture{}, err
 	}
+	f.convs = convs
 	return f, nil
 }
 

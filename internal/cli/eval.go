@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -64,13 +63,13 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	}
 	fixtures := eval.Fixtures()
 	if dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory of fixtures", dir)
+		}
 		fixtures = os.DirFS(dir)
 	}
 	list, err := eval.Load(fixtures)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("no fixture directory %s", dir)
-		}
 		return err
 	}
 	report, err := eval.Run(list, eval.Options{Config: cfg, Experiments: experiments})
@@ -89,7 +88,7 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	t := &report.Total
 	var failures []string
 	if t.Leakage > 0 {
-		failures = append(failures, fmt.Sprintf("%d forbidden strings leaked into evidence", t.Leakage))
+		failures = append(failures, fmt.Sprintf("leakage %d: forbidden strings found in the evidence", t.Leakage))
 	}
 	if t.BudgetViolations > 0 || t.InvalidMessages > 0 {
 		failures = append(failures, fmt.Sprintf("%d messages over budget, %d invalid", t.BudgetViolations, t.InvalidMessages))
