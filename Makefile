@@ -44,3 +44,7 @@ example-langgraph: ## run examples/langgraph-js (npm ci, node) against a running
 	@test -n "$$RECALL_API_URL" && test -n "$$NATS_URL" && test -n "$$RECALL_TOKEN" || \
 		{ echo "example-langgraph: set RECALL_API_URL, NATS_URL and RECALL_TOKEN: run 'make dev' in another shell and paste the export lines it prints" >&2; exit 1; }
 	cd examples/langgraph-js && npm ci --no-audit --no-fund && node main.mjs
+
+.PHONY: bench-recall
+bench-recall: build ## recall bench: throughput, lag, cost per turn, reads and memory on the machine's Postgres and NATS (BENCH_FLAGS=--quick)
+	bin/recall bench $(BENCH_FLAGS)

@@ -1,0 +1,356 @@
+// Package bench measures recall end to end on the machine's Postgres and
+// NATS, each scenario beside a baseline measured in the same run, so that
+// the ratios stay meaningful on a shared, noisy machine:
+//
+//  1. pipeline throughput (publish to committed state) beside River working
+//     as many no-op jobs inserted the same way, and coalescing of a burst;
+//  2. the lag from publish to the state being readable through the API at
+//     half the measured maximum rate;
+//  3. the cost of a turn against the conversation's length, for append
+//     events and full snapshots;
+//  4. read API throughput beside a bare handler doing the same select;
+//  5. the worker's peak RSS, as a child process.
+//
+// It works in a throwaway database with a unique name and on JetStream
+// streams and subjects of its own, and removes them at the end.
+package bench
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/recallhq/recall/store"
+)
+
+// Scenario names, for Config.Scenarios.
+const (
+	ScenarioPipeline = "pipeline" // 1: throughput and coalescing
+	ScenarioLag      = "lag"      // 2
+	ScenarioCost     = "cost"     // 3
+	ScenarioRead     = "read"     // 4
+	ScenarioMemory   = "memory"   // 5
+)
+
+// Scenarios lists every scenario in the order they run.
+var Scenarios = []string{ScenarioPipeline, ScenarioLag, ScenarioCost, ScenarioRead, ScenarioMemory}
+
+// Config configures a run.
+type Config struct {
+	// DatabaseURL names the Postgres server; the run creates a database of
+	// its own on it and drops it at the end. Defaults to
+	// postgres://postgres@127.0.0.1:5432/recall?sslmode=disable.
+	DatabaseURL string
+	// NATSURL is the NATS server with JetStream. Defaults to
+	// nats://127.0.0.1:4222.
+	NATSURL string
+	// Concurrency is the worker's concurrency (events handled at once and
+	// extraction workers), and the baseline's inserting goroutines and River
+	// workers. Defaults to 16.
+	Concurrency int
+	// Quick runs a reduced version of every scenario. Defaults to false.
+	Quick bool
+	// Tiny shrinks every scenario to a smoke test, for the command's own
+	// test. Defaults to false.
+	Tiny bool
+	// Scenarios selects the scenarios to run. Defaults to all of them.
+	Scenarios []string
+	// Executable is the recall binary run as the child worker of the memory
+	// scenario ("recall worker"). Defaults to os.Executable().
+	Executable string
+	// Progress receives a line per step. Defaults to discarding.
+	Progress io.Writer
+}
+
+// sizes are a run's workloads.
+type sizes struct {
+	convs, users, turns, trials int
+	burst                       int
+	lagDuration                 time.Duration
+	lagTurns                    int
+	costLengths                 []int
+	costTurns, costWarm         int
+	readRounds                  int
+	readDuration                time.Duration
+	readClients                 int
+	bigEvent                    int
+	memConvs, memTurns          int
+}
+
+func sizesFor(cfg *Config) sizes {
+	switch {
+	case cfg.Tiny:
+		return sizes{convs: 20, users: 4, turns: 4, trials: 1, burst: 30,
+			lagDuration: time.Second, lagTurns: 4,
+			costLengths: []int{10, 100}, costTurns: 2, costWarm: 1,
+			readRounds: 1, readDuration: 300 * time.Millisecond, readClients: 64,
+			bigEvent: 1 << 20, memConvs: 20, memTurns: 4}
+	case cfg.Quick:
+		return sizes{convs: 300, users: 30, turns: 10, trials: 1, burst: 100,
+			lagDuration: 5 * time.Second, lagTurns: 10,
+			costLengths: []int{10, 100, 1000, 10000}, costTurns: 5, costWarm: 1,
+			readRounds: 2, readDuration: time.Second, readClients: 64,
+			bigEvent: 8 << 20, memConvs: 300, memTurns: 10}
+	}
+	return sizes{convs: 1000, users: 100, turns: 20, trials: 3, burst: 100,
+		lagDuration: 20 * time.Second, lagTurns: 20,
+		costLengths: []int{10, 100, 1000, 10000}, costTurns: 15, costWarm: 2,
+		readRounds: 5, readDuration: 3 * time.Second, readClients: 64,
+		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20}
+}
+
+// Run runs the selected scenarios and returns their figures.
+func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c.DatabaseURL = cmp.Or(c.DatabaseURL, "postgres://postgres@127.0.0.1:5432/recall?sslmode=disable")
+	c.NATSURL = cmp.Or(c.NATSURL, nats.DefaultURL)
+	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	if c.Concurrency < 1 {
+		return nil, errors.New("bench: Concurrency must be at least 1")
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = Scenarios
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(Scenarios, s) {
+			return nil, fmt.Errorf("bench: unknown scenario %q: choose from %s", s, strings.Join(Scenarios, ", "))
+		}
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Executable == "" && slices.Contains(c.Scenarios, ScenarioMemory) {
+		if c.Executable, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("bench: find the recall executable for the child worker: %w", err)
+		}
+	}
+
+	started := time.Now()
+	e, err := setup(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := e.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	res = &Result{Quick: c.Quick, Tiny: c.Tiny, Concurrency: c.Concurrency, Machine: e.machine(ctx)}
+	run := func(name string, fn func(context.Context, *Result) error) error {
+		if !slices.Contains(c.Scenarios, name) {
+			return nil
+		}
+		e.progress("== %s", name)
+		if err := fn(ctx, res); err != nil {
+			return fmt.Errorf("bench: %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := run(ScenarioPipeline, e.pipelineScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioLag, e.lagScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioCost, e.costScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioRead, e.readScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioMemory, e.memoryScenario); err != nil {
+		return nil, err
+	}
+	res.DurationS = time.Since(started).Seconds()
+	return res, nil
+}
+
+// env is one run's database, NATS connections and names.
+type env struct {
+	cfg     *Config
+	sz      sizes
+	id      string
+	logger  *slog.Logger
+	ids     *eventIDs
+	dbName  string
+	dbURL   string
+	admin   string // URL of the server's database the run connects to for CREATE/DROP
+	pool    *pgxpool.Pool
+	nc      *nats.Conn // the in-process worker's
+	pubNC   *nats.Conn // the publisher's
+	js      jetstream.JetStream
+	stream  string
+	subject string
+	streams []string // created on the configured server, deleted at the end
+
+	pipe *pipeline // the in-process pipeline, while it runs
+
+	// warmUsers and warmConvs name conversations with full evidence, for
+	// the read scenario, once scenario 1 (or warm) ran.
+	warmKeys [][2]string
+	// pipelineRate is the median pipeline throughput, for the lag scenario.
+	pipelineRate float64
+}
+
+func (e *env) progress(format string, args ...any) {
+	fmt.Fprintf(e.cfg.Progress, "bench: "+format+"\n", args...)
+}
+
+func setup(ctx context.Context, cfg *Config) (e *env, err error) {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	e = &env{cfg: cfg, sz: sizesFor(cfg), id: id, logger: slog.New(slog.DiscardHandler),
+		ids:     &eventIDs{prefix: "bench-" + id},
+		dbName:  "recall_bench_" + id,
+		stream:  "RECALL_BENCH_" + strings.ToUpper(id),
+		subject: "recall.bench." + id + ".checkpoints"}
+	defer func() {
+		if err != nil {
+			_ = e.close()
+		}
+	}()
+	if err := e.createDatabase(ctx); err != nil {
+		return nil, err
+	}
+	e.progress("database %s created on %s", e.dbName, store.RedactURL(cfg.DatabaseURL))
+	if err := store.Migrate(ctx, e.dbURL, nil); err != nil {
+		return nil, fmt.Errorf("bench: migrate %s: %w", e.dbName, err)
+	}
+	pcfg, err := pgxpool.ParseConfig(e.dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	// As recall run sizes its pool.
+	pcfg.MaxConns = max(pcfg.MaxConns, int32(2*cfg.Concurrency+8))
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "recall_bench"
+	if e.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		return nil, fmt.Errorf("bench: connect to %s: %w", e.dbName, err)
+	}
+	connect := func(name string) (*nats.Conn, error) {
+		nc, err := nats.Connect(cfg.NATSURL, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond))
+		if err != nil {
+			return nil, fmt.Errorf("bench: connect to NATS at %s: %w", cfg.NATSURL, err)
+		}
+		return nc, nil
+	}
+	if e.nc, err = connect("recall-bench-worker"); err != nil {
+		return nil, err
+	}
+	if e.pubNC, err = connect("recall-bench-publisher"); err != nil {
+		return nil, err
+	}
+	if e.js, err = jetstream.New(e.pubNC, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return e, nil
+}
+
+// createDatabase creates the run's database on DATABASE_URL's server.
+func (e *env) createDatabase(ctx context.Context) error {
+	ccfg, err := pgx.ParseConfig(e.cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("bench: parse DATABASE_URL: %w", err)
+	}
+	e.admin = e.cfg.DatabaseURL
+	conn, err := pgx.ConnectConfig(ctx, ccfg)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "3D000" { // its database does not exist yet
+		if e.admin, err = withDatabase(e.cfg.DatabaseURL, "postgres"); err != nil {
+			return err
+		}
+		conn, err = pgx.Connect(ctx, e.admin)
+	}
+	if err != nil {
+		return fmt.Errorf("bench: connect to Postgres at %s: %w", store.RedactURL(e.cfg.DatabaseURL), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{e.dbName}.Sanitize()); err != nil {
+		return fmt.Errorf("bench: create database %s: %w", e.dbName, err)
+	}
+	if e.dbURL, err = withDatabase(e.cfg.DatabaseURL, e.dbName); err != nil {
+		return err
+	}
+	return nil
+}
+
+// withDatabase returns connString naming database name instead.
+func withDatabase(connString, name string) (string, error) {
+	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
+		u, err := url.Parse(connString)
+		if err != nil {
+			return "", fmt.Errorf("bench: parse DATABASE_URL: %w", err)
+		}
+		u.Path = "/" + name
+		u.RawPath = ""
+		return u.String(), nil
+	}
+	// keyword/value: the last dbname wins.
+	return connString + " dbname=" + name, nil
+}
+
+// close stops what runs and removes the database and the streams.
+func (e *env) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	if e.pipe != nil {
+		errs = append(errs, e.pipe.stop())
+		e.pipe = nil
+	}
+	if e.js != nil {
+		for _, s := range e.streams {
+			if err := e.js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+				errs = append(errs, fmt.Errorf("bench: delete stream %s: %w", s, err))
+			}
+		}
+	}
+	for _, nc := range []*nats.Conn{e.nc, e.pubNC} {
+		if nc != nil {
+			nc.Close()
+		}
+	}
+	if e.pool != nil {
+		e.pool.Close()
+	}
+	if e.dbURL != "" {
+		conn, err := pgx.Connect(ctx, e.admin)
+		if err == nil {
+			_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{e.dbName}.Sanitize()+" WITH (FORCE)")
+			_ = conn.Close(ctx)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bench: drop database %s: %w", e.dbName, err))
+		} else {
+			e.progress("database %s dropped", e.dbName)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// machine describes where the run happens.
+func (e *env) machine(ctx context.Context) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), NATS: e.nc.ConnectedServerVersion()}
+	_ = e.pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&m.Postgres)
+	return m
+}

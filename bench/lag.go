@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+
+	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/store"
+)
+
+// apiServer is the read API as `recall run` serves it: api.Handler over a
+// store, woken by a store.Listener, behind api.NewServer, on loopback.
+type apiServer struct {
+	listener *store.Listener
+	handler  *api.Handler
+	server   *http.Server
+	url      string
+	secret   []byte
+}
+
+func (e *env) startAPI(ctx context.Context, src api.Source) (*apiServer, error) {
+	s := &apiServer{secret: make([]byte, 32)}
+	_, _ = rand.Read(s.secret)
+	var err error
+	if s.listener, err = store.NewListener(e.dbURL, e.logger); err != nil {
+		return nil, err
+	}
+	if err := s.listener.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.handler, err = api.New(src, &api.Config{JWTSecret: s.secret, Notifier: s.listener, Metrics: metrics.New(), Logger: e.logger})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.url = "http://" + ln.Addr().String()
+	s.server = api.NewServer(ln.Addr().String(), s.handler)
+	go func() { _ = s.server.Serve(ln) }()
+	return s, nil
+}
+
+func (s *apiServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.handler != nil {
+		s.handler.SetDraining()
+	}
+	if s.server != nil {
+		_ = s.server.Shutdown(ctx)
+	}
+	if s.listener != nil {
+		_ = s.listener.Stop(ctx)
+	}
+}
+
+// token signs a bearer token for userID ("" for a service token).
+func (s *apiServer) token(userID string) string {
+	c := jwt.MapClaims{"exp": time.Now().Add(time.Hour).Unix()}
+	if userID == "" {
+		c["sub"], c["scope"] = "recall-bench", api.ServiceScope
+	} else {
+		c["sub"] = userID
+	}
+	t, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.secret)
+	if err != nil {
+		panic(err) // HS256 with a []byte key does not fail
+	}
+	return t
+}
+
+func evidenceURL(base, userID, conversationID string) string {
+	return base + "/v1/users/" + url.PathEscape(userID) + "/conversations/" + url.PathEscape(conversationID) + "/evidence"
+}
+
+func newHTTPClient(conns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute,
+	}}
+}
+
+// lagScenario is scenario 2: events published at half the maximum rate of
+// scenario 1, each followed by a long-poll for the cursor it brings; the lag
+// is from the publish to the answer that shows the state.
+func (e *env) lagScenario(ctx context.Context, res *Result) error {
+	p, err := e.startPipeline(ctx)
+	if err != nil {
+		return err
+	}
+	if e.pipelineRate == 0 {
+		// Scenario 1 did not run: measure the maximum once.
+		w := workload{prefix: "lagmax", users: e.sz.users, convs: e.sz.convs, turns: e.sz.turns}
+		if e.pipelineRate, _, err = e.pipelineTrial(ctx, p, w); err != nil {
+			return err
+		}
+	}
+	srv, err := e.startAPI(ctx, p.store)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	client := newHTTPClient(1024)
+	defer client.CloseIdleConnections()
+	token := srv.token("")
+
+	rate := e.pipelineRate / 2
+	turns := e.sz.lagTurns
+	convs := max(1, int(rate*e.sz.lagDuration.Seconds())/turns)
+	w := workload{prefix: "lag", users: max(1, convs/10), convs: convs, turns: turns}
+	hist := history(turnLength(turns))
+	interval := time.Duration(float64(time.Second) / rate)
+	e.progress("publishing %d events at %.0f events/s (half of %.0f), %d conversations × %d turns", w.events(), rate, e.pipelineRate, convs, turns)
+
+	jobEvents, cancelJobs := p.river.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: 1_000_000})
+	defer cancelJobs()
+	ingest0, ingestSum0 := histogramValue(p.metrics.IngestSeconds)
+	extract0, extractSum0 := histogramValue(p.metrics.ExtractionSeconds)
+	state0, stateSum0 := histogramValue(p.metrics.StateLagSeconds)
+	var (
+		mu       sync.Mutex
+		lags     = make([]time.Duration, 0, w.events())
+		timeouts int
+		wg       sync.WaitGroup
+		firstErr error
+	)
+	pub := &asyncPublisher{js: e.js, subject: e.subject}
+	start := time.Now()
+	k := 0
+	for t := 1; t <= turns; t++ {
+		for i := range convs {
+			if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
+				time.Sleep(d)
+			}
+			k++
+			u, c := w.key(i)
+			id := e.ids.next()
+			data := encodeEvent(id, u, c, 0, nil, hist[:turnLength(t)])
+			t0 := time.Now()
+			if err := pub.publishStall(id, data); err != nil {
+				return err
+			}
+			want := finalCursor(t)
+			if want == 0 {
+				continue // the first turn summarises nothing
+			}
+			wg.Go(func() {
+				lag, ok, err := waitReadable(ctx, client, evidenceURL(srv.url, u, c), token, want, t0)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				lags = append(lags, lag)
+				if !ok {
+					timeouts++
+				}
+			})
+		}
+	}
+	sent := time.Since(start)
+	perr := pub.wait(ctx)
+	wg.Wait()
+	if err := errors.Join(perr, firstErr); err != nil {
+		return err
+	}
+	slices.Sort(lags)
+	meanSince := func(h prometheus.Histogram, count0 uint64, sum0 float64) float64 {
+		count, sum := histogramValue(h)
+		if count == count0 {
+			return 0
+		}
+		return (sum - sum0) / float64(count-count0) * 1000
+	}
+	res.LagIngestMeanMs = meanSince(p.metrics.IngestSeconds, ingest0, ingestSum0)
+	res.LagExtractionMeanMs = meanSince(p.metrics.ExtractionSeconds, extract0, extractSum0)
+	res.LagCommittedMeanMs = meanSince(p.metrics.StateLagSeconds, state0, stateSum0)
+	var waits []time.Duration
+	for len(jobEvents) > 0 {
+		if ev := <-jobEvents; ev.JobStats != nil {
+			waits = append(waits, ev.JobStats.QueueWaitDuration)
+		}
+	}
+	slices.Sort(waits)
+	res.LagJobWaitP50Ms, res.LagJobWaitP99Ms = ms(percentile(waits, 0.5)), ms(percentile(waits, 0.99))
+	e.progress("lag breakdown: ingest mean %.1f ms; extraction job wait p50 %.1f ms, p99 %.1f ms; extraction mean %.1f ms; publish→commit mean %.1f ms",
+		res.LagIngestMeanMs, res.LagJobWaitP50Ms, res.LagJobWaitP99Ms, res.LagExtractionMeanMs, res.LagCommittedMeanMs)
+	res.LagRateEventsPerS = float64(w.events()) / sent.Seconds()
+	res.LagSamples, res.LagTimeouts = len(lags), timeouts
+	res.LagP50Ms = ms(percentile(lags, 0.50))
+	res.LagP99Ms = ms(percentile(lags, 0.99))
+	res.LagP999Ms = ms(percentile(lags, 0.999))
+	res.LagMaxMs = ms(percentile(lags, 1))
+	e.progress("lag at %.0f events/s: p50 %.1f ms, p99 %.1f ms, p999 %.1f ms, max %.1f ms (%d samples, %d over 15s)",
+		res.LagRateEventsPerS, res.LagP50Ms, res.LagP99Ms, res.LagP999Ms, res.LagMaxMs, len(lags), timeouts)
+	return nil
+}
+
+// waitReadable long-polls the API until the conversation's cursor reaches
+// want and returns the time since t0; ok is false when that took over 15s.
+func waitReadable(ctx context.Context, client *http.Client, u, token string, want int, t0 time.Time) (time.Duration, bool, error) {
+	target := u + "?min_cursor=" + strconv.Itoa(want) + "&wait=5s"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			return 0, false, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return time.Since(t0), false, fmt.Errorf("GET evidence: %w", err)
+		}
+		var body struct {
+			Cursor int `json:"cursor"`
+		}
+		derr := json.NewDecoder(resp.Body).Decode(&body)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lag := time.Since(t0)
+		if resp.StatusCode != http.StatusOK || derr != nil {
+			return lag, false, fmt.Errorf("GET evidence: status %d (%v)", resp.StatusCode, derr)
+		}
+		if body.Cursor >= want {
+			return lag, true, nil
+		}
+		if lag > 15*time.Second {
+			return lag, false, nil
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

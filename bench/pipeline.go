@@ -1,0 +1,424 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/worker"
+)
+
+// pipeline is recall's worker as `recall run` wires it, in process: the
+// store, River's client working extraction jobs and the JetStream worker.
+type pipeline struct {
+	metrics *metrics.Metrics
+	store   *store.Store
+	river   *river.Client[pgx.Tx]
+	worker  *worker.Worker
+}
+
+func (e *env) startPipeline(ctx context.Context) (*pipeline, error) {
+	if e.pipe != nil {
+		return e.pipe, nil
+	}
+	p := &pipeline{metrics: metrics.New()}
+	var rc *river.Client[pgx.Tx]
+	st, err := store.New(e.pool, &store.Config{Logger: e.logger, Enqueue: func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
+		return jobs.Enqueuer(rc)(ctx, tx, userID, conversationID)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	p.store = st
+	if rc, err = jobs.NewClient(e.pool, st, &jobs.Config{Workers: e.cfg.Concurrency, Metrics: p.metrics, Logger: e.logger}); err != nil {
+		return nil, err
+	}
+	p.river = rc
+	if err := rc.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start River: %w", err)
+	}
+	p.worker, err = worker.New(e.nc, st, &worker.Config{Stream: e.stream, Subject: e.subject,
+		Durable: "recall-bench-" + e.id, Concurrency: e.cfg.Concurrency, Metrics: p.metrics, Logger: e.logger})
+	if err != nil {
+		_ = rc.Stop(ctx)
+		return nil, err
+	}
+	e.streams = append(e.streams, e.stream)
+	if err := p.worker.Start(ctx); err != nil {
+		_ = rc.Stop(ctx)
+		return nil, err
+	}
+	e.pipe = p
+	return p, nil
+}
+
+func (p *pipeline) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return errors.Join(p.worker.Stop(ctx), p.river.Stop(ctx))
+}
+
+func (e *env) stopPipeline() error {
+	if e.pipe == nil {
+		return nil
+	}
+	err := e.pipe.stop()
+	e.pipe = nil
+	return err
+}
+
+// workload is a set of conversations published turn by turn, each turn a
+// snapshot of the growing history.
+type workload struct {
+	prefix       string
+	users, convs int
+	turns        int
+}
+
+func (w workload) key(i int) (userID, conversationID string) {
+	return fmt.Sprintf("%s-u%d", w.prefix, i%w.users), fmt.Sprintf("c%d", i/w.users)
+}
+
+func (w workload) events() int { return w.convs * w.turns }
+
+func (w workload) userIDs() []string {
+	ids := make([]string, w.users)
+	for i := range ids {
+		ids[i], _ = w.key(i)
+	}
+	return ids
+}
+
+// publishAll publishes every turn of every conversation, turn by turn, as
+// fast as JetStream acknowledges them.
+func (e *env) publishAll(ctx context.Context, w workload, subject string, js jetstream.JetStream) error {
+	hist := history(turnLength(w.turns))
+	pub := &asyncPublisher{js: js, subject: subject}
+	for t := 1; t <= w.turns; t++ {
+		for i := range w.convs {
+			u, c := w.key(i)
+			id := e.ids.next()
+			if err := pub.publishStall(id, encodeEvent(id, u, c, 0, nil, hist[:turnLength(t)])); err != nil {
+				return err
+			}
+		}
+	}
+	return pub.wait(ctx)
+}
+
+// publishStall publishes, waiting while JetStream has too many events to
+// acknowledge.
+func (p *asyncPublisher) publishStall(eventID string, data []byte) error {
+	msg := &nats.Msg{Subject: p.subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, eventID)
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Minute))
+	if err != nil {
+		return fmt.Errorf("publish %s: %w", eventID, err)
+	}
+	p.futures = append(p.futures, f)
+	return nil
+}
+
+// waitDone waits until every conversation of w has its final cursor. It
+// fails when nothing moves for a minute.
+func (e *env) waitDone(ctx context.Context, w workload, every time.Duration) error {
+	users, want := w.userIDs(), finalCursor(w.turns)
+	last, lastMove := -1, time.Now()
+	for {
+		var n int
+		err := e.pool.QueryRow(ctx, `SELECT count(*) FROM recall_conversation WHERE user_id = ANY($1) AND "cursor" >= $2`,
+			users, want).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("read progress: %w", err)
+		}
+		if n >= w.convs {
+			return nil
+		}
+		if n != last {
+			last, lastMove = n, time.Now()
+		} else if time.Since(lastMove) > time.Minute {
+			return fmt.Errorf("stuck: %d of %d conversations done after a minute without progress", n, w.convs)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// pipelineScenario is scenario 1: throughput from publish to committed
+// state, beside River working as many no-op jobs inserted the same way,
+// alternating trials; then the coalescing of a burst.
+func (e *env) pipelineScenario(ctx context.Context, res *Result) error {
+	p, err := e.startPipeline(ctx)
+	if err != nil {
+		return err
+	}
+	noop, err := e.startNoop(ctx)
+	if err != nil {
+		return err
+	}
+	defer noop.stop()
+
+	var rates, baseRates, ratios, extractions []float64
+	for trial := range e.sz.trials {
+		w := workload{prefix: fmt.Sprintf("p%d", trial), users: e.sz.users, convs: e.sz.convs, turns: e.sz.turns}
+		rate, ex, err := e.pipelineTrial(ctx, p, w)
+		if err != nil {
+			return err
+		}
+		if trial == 0 {
+			for i := range w.convs {
+				u, c := w.key(i)
+				e.warmKeys = append(e.warmKeys, [2]string{u, c})
+			}
+		}
+
+		base, err := noop.run(ctx, w.events(), e.cfg.Concurrency)
+		if err != nil {
+			return err
+		}
+		rates, baseRates, ratios = append(rates, rate), append(baseRates, base), append(ratios, rate/base)
+		extractions = append(extractions, ex/float64(w.events()))
+		e.progress("trial %d/%d: pipeline %.0f events/s (%d events, %.2f extractions/event); River no-op %.0f jobs/s; ratio %.2f",
+			trial+1, e.sz.trials, rate, w.events(), ex/float64(w.events()), base, rate/base)
+	}
+	if n := counterValue(p.metrics.Events.WithLabelValues("rejected", string(evidence.ReasonGap))) +
+		counterValue(p.metrics.Events.WithLabelValues("retried", "")); n > 0 {
+		e.progress("warning: %.0f events were retried or rejected", n)
+	}
+	res.PipelineEvents = e.sz.convs * e.sz.turns
+	res.PipelineConversations, res.PipelineTurns = e.sz.convs, e.sz.turns
+	res.Trials = e.sz.trials
+	res.PipelineEventsPerS = median(rates)
+	res.RiverNoopJobsPerS = median(baseRates)
+	res.PipelineRatio = median(ratios)
+	res.PipelineExtractionsPerEvent = median(extractions)
+	e.pipelineRate = res.PipelineEventsPerS
+
+	jobsRun, applied, err := e.burst(ctx, e.sz.burst)
+	if err != nil {
+		return err
+	}
+	res.CoalesceBurst = e.sz.burst
+	res.CoalesceExtractionsPer100 = float64(jobsRun) * 100 / float64(e.sz.burst)
+	res.CoalesceAppliedPer100 = float64(applied) * 100 / float64(e.sz.burst)
+	e.progress("coalescing: a burst of %d snapshots of one conversation ran %d extraction jobs (%d changed the state)", e.sz.burst, jobsRun, applied)
+	return nil
+}
+
+// pipelineTrial publishes w as fast as JetStream takes it and returns the
+// events per second from the first publish to the last state committed, and
+// the extractions that changed a state.
+func (e *env) pipelineTrial(ctx context.Context, p *pipeline, w workload) (rate, extractions float64, err error) {
+	applied := counterValue(p.metrics.Extractions.WithLabelValues(store.Extracted.String()))
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- e.publishAll(ctx, w, e.subject, e.js) }()
+	werr := e.waitDone(ctx, w, 20*time.Millisecond)
+	elapsed := time.Since(start)
+	if err := errors.Join(<-done, werr); err != nil {
+		return 0, 0, err
+	}
+	ex := counterValue(p.metrics.Extractions.WithLabelValues(store.Extracted.String())) - applied
+	return float64(w.events()) / elapsed.Seconds(), ex, nil
+}
+
+// burst publishes n snapshots of one conversation at once and counts the
+// extraction jobs that ran for it, and the state versions they made.
+func (e *env) burst(ctx context.Context, n int) (jobsRun, applied int, err error) {
+	const userID, conversationID = "burst-u", "burst-c"
+	hist := history(turnLength(n))
+	pub := &asyncPublisher{js: e.js, subject: e.subject}
+	for t := 1; t <= n; t++ {
+		id := e.ids.next()
+		if err := pub.publishStall(id, encodeEvent(id, userID, conversationID, 0, nil, hist[:turnLength(t)])); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := pub.wait(ctx); err != nil {
+		return 0, 0, err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var cursor int
+		var version int64
+		var pending int
+		err := e.pool.QueryRow(ctx, `
+SELECT c."cursor", c.version,
+       (SELECT count(*) FROM river_job j WHERE j.kind = 'recall_extract' AND j.state NOT IN ('completed', 'discarded', 'cancelled')
+          AND j.args->>'user_id' = $1 AND j.args->>'conversation_id' = $2)
+FROM recall_conversation c WHERE c.user_id = $1 AND c.conversation_id = $2`, userID, conversationID).Scan(&cursor, &version, &pending)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, 0, err
+		}
+		if cursor >= finalCursor(n) && pending == 0 {
+			applied = int(version)
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("burst: cursor %d of %d after 2m", cursor, finalCursor(n))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	err = e.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'recall_extract'
+AND args->>'user_id' = $1 AND args->>'conversation_id' = $2`, userID, conversationID).Scan(&jobsRun)
+	return jobsRun, applied, err
+}
+
+// noopArgs is the baseline's job: it does nothing.
+type noopArgs struct {
+	Seq int64 `json:"seq"`
+}
+
+const noopQueue = "recall_bench_noop"
+
+// The baseline's River fetch settings: those jobs.NewClient gives recall's
+// extraction queue, so that both wait for jobs alike.
+const (
+	riverFetchCooldown     = 20 * time.Millisecond
+	riverFetchPollInterval = 500 * time.Millisecond
+)
+
+func (noopArgs) Kind() string { return "recall_bench_noop" }
+
+func (noopArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: noopQueue} }
+
+// noopRiver is the baseline of scenario 1: a River client with the fetch
+// settings of recall's, working no-op jobs.
+type noopRiver struct {
+	e         *env
+	client    *river.Client[pgx.Tx]
+	events    <-chan *river.Event
+	cancelSub func()
+}
+
+func (e *env) startNoop(ctx context.Context) (*noopRiver, error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[noopArgs]) error { return nil }))
+	client, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
+		Logger:            e.logger,
+		Workers:           workers,
+		Queues:            map[string]river.QueueConfig{noopQueue: {MaxWorkers: e.cfg.Concurrency}},
+		FetchCooldown:     riverFetchCooldown,
+		FetchPollInterval: riverFetchPollInterval,
+	})
+	if err != nil {
+		return nil, err
+	}
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: 100_000})
+	if err := client.Start(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	return &noopRiver{e: e, client: client, events: events, cancelSub: cancel}, nil
+}
+
+func (n *noopRiver) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n.cancelSub()
+	_ = n.client.Stop(ctx)
+}
+
+// run inserts total no-op jobs from goroutines goroutines, each in its own
+// transaction with InsertTx, and returns completed jobs per second.
+func (n *noopRiver) run(ctx context.Context, total, goroutines int) (float64, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	start := time.Now()
+	for range goroutines {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(total); i = next.Add(1) {
+				err := pgx.BeginFunc(ctx, n.e.pool, func(tx pgx.Tx) error {
+					_, err := n.client.InsertTx(ctx, tx, noopArgs{Seq: i}, nil)
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	done := 0
+	timeout := time.After(5 * time.Minute)
+	for done < total {
+		select {
+		case ev := <-n.events:
+			if ev != nil && ev.Job != nil && ev.Job.Kind == (noopArgs{}).Kind() {
+				done++
+			}
+		case err := <-errs:
+			wg.Wait()
+			return 0, fmt.Errorf("baseline insert: %w", err)
+		case <-timeout:
+			return 0, fmt.Errorf("baseline: %d of %d jobs completed after 5m", done, total)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	elapsed := time.Since(start)
+	wg.Wait()
+	return float64(total) / elapsed.Seconds(), nil
+}
+
+// counterValue reads a counter.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
+
+// histogramValue reads a histogram's sample count and sum.
+func histogramValue(h prometheus.Histogram) (uint64, float64) {
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		return 0, 0
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// percentile returns the q-quantile (0 < q ≤ 1) of sorted durations: the
+// smallest value that at least q of them do not exceed.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*q+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/store"
+)
+
+// readScenario is scenario 4: GET …/evidence from many loopback clients,
+// through api.Handler over the store, beside a bare handler that does the
+// same primary-key select and writes the stored body; alternating rounds.
+func (e *env) readScenario(ctx context.Context, res *Result) error {
+	if len(e.warmKeys) == 0 {
+		// Scenario 1 did not run: make the same warm state.
+		p, err := e.startPipeline(ctx)
+		if err != nil {
+			return err
+		}
+		w := workload{prefix: "warm", users: e.sz.users, convs: e.sz.convs, turns: e.sz.turns}
+		if _, _, err := e.pipelineTrial(ctx, p, w); err != nil {
+			return err
+		}
+		for i := range w.convs {
+			u, c := w.key(i)
+			e.warmKeys = append(e.warmKeys, [2]string{u, c})
+		}
+	}
+	// Nothing else runs while the API is measured.
+	if err := e.stopPipeline(); err != nil {
+		return err
+	}
+	st, err := store.New(e.pool, nil)
+	if err != nil {
+		return err
+	}
+	srv, err := e.startAPI(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	base, err := e.startBaselineReader()
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	baseURL := "http://" + base.Addr
+
+	tokens := map[string]string{}
+	for _, k := range e.warmKeys {
+		if _, ok := tokens[k[0]]; !ok {
+			tokens[k[0]] = srv.token(k[0])
+		}
+	}
+	clients := e.sz.readClients
+	hc, bc := newHTTPClient(2*clients), newHTTPClient(2*clients)
+	defer hc.CloseIdleConnections()
+	defer bc.CloseIdleConnections()
+	// Warm both: connections, the token cache, Postgres's buffers.
+	warm := min(e.sz.readDuration, 500*time.Millisecond)
+	if _, err := readLoad(ctx, bc, baseURL, e.warmKeys, tokens, clients, warm); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	if _, err := readLoad(ctx, hc, srv.url, e.warmKeys, tokens, clients, warm); err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	var rps, baseRPS, ratios, p99s, baseP99s []float64
+	for round := range e.sz.readRounds {
+		b, err := readLoad(ctx, bc, baseURL, e.warmKeys, tokens, clients, e.sz.readDuration)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		h, err := readLoad(ctx, hc, srv.url, e.warmKeys, tokens, clients, e.sz.readDuration)
+		if err != nil {
+			return fmt.Errorf("api: %w", err)
+		}
+		rps, baseRPS, ratios = append(rps, h.rps), append(baseRPS, b.rps), append(ratios, h.rps/b.rps)
+		p99s, baseP99s = append(p99s, ms(h.p99)), append(baseP99s, ms(b.p99))
+		e.progress("read round %d/%d: api %.0f req/s p99 %.2f ms; baseline %.0f req/s p99 %.2f ms; ratio %.2f",
+			round+1, e.sz.readRounds, h.rps, ms(h.p99), b.rps, ms(b.p99), h.rps/b.rps)
+	}
+	res.ReadClients = clients
+	res.ReadRequestsPerS, res.ReadBaselineRequestsPerS = median(rps), median(baseRPS)
+	res.ReadRatio = median(ratios)
+	res.ReadP99Ms, res.ReadBaselineP99Ms = median(p99s), median(baseP99s)
+	return nil
+}
+
+// baselineSelect is the bare handler's query: the stored body by primary
+// key.
+const baselineSelect = `SELECT body FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2`
+
+// startBaselineReader serves the bare handler: one select, the stored bytes
+// in braces, nothing else (no auth, no metrics), with the API's server
+// settings.
+func (e *env) startBaselineReader() (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/users/{user_id}/conversations/{conversation_id}/evidence", func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if err := e.pool.QueryRow(r.Context(), baselineSelect, r.PathValue("user_id"), r.PathValue("conversation_id")).Scan(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out := make([]byte, 0, len(body)+2)
+		out = append(append(append(out, '{'), body...), '}')
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := api.NewServer(ln.Addr().String(), mux)
+	srv.Addr = ln.Addr().String()
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}
+
+type readResult struct {
+	rps float64
+	p99 time.Duration
+}
+
+// readLoad sends GETs from clients goroutines for d, cycling over keys, and
+// returns requests per second and the p99 latency.
+func readLoad(ctx context.Context, client *http.Client, base string, keys [][2]string, tokens map[string]string, clients int, d time.Duration) (readResult, error) {
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for g := range clients {
+		wg.Go(func() {
+			mine := make([]time.Duration, 0, 4096)
+			buf := make([]byte, 32<<10)
+			var err error
+			for i := g * 7919; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				k := keys[i%len(keys)]
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, evidenceURL(base, k[0], k[1]), nil)
+				req.Header.Set("Authorization", "Bearer "+tokens[k[0]])
+				t0 := time.Now()
+				resp, rerr := client.Do(req)
+				if rerr != nil {
+					err = rerr
+					break
+				}
+				n, _ := io.ReadFull(resp.Body, buf)
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mine = append(mine, time.Since(t0))
+				if resp.StatusCode != http.StatusOK || n < 100 {
+					err = fmt.Errorf("status %d, %d bytes", resp.StatusCode, n)
+					break
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, mine...)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return readResult{}, firstErr
+	}
+	if len(all) == 0 {
+		return readResult{}, errors.New("no request completed")
+	}
+	slices.Sort(all)
+	return readResult{rps: float64(len(all)) / elapsed.Seconds(), p99: percentile(all, 0.99)}, nil
+}

@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Result holds a run's figures. Rates and latencies are medians over the
+// run's trials or rounds; each ratio is the median of the ratios of trials
+// run side by side with their baseline.
+type Result struct {
+	Machine     Machine `json:"machine"`
+	Quick       bool    `json:"quick"`
+	Tiny        bool    `json:"tiny,omitempty"`
+	Concurrency int     `json:"concurrency"`
+	Trials      int     `json:"trials"`
+	DurationS   float64 `json:"duration_s"`
+
+	// Scenario 1.
+	PipelineConversations       int     `json:"pipeline_conversations"`
+	PipelineTurns               int     `json:"pipeline_turns"`
+	PipelineEvents              int     `json:"pipeline_events"`
+	PipelineEventsPerS          float64 `json:"pipeline_events_per_s"`
+	RiverNoopJobsPerS           float64 `json:"river_noop_jobs_per_s"`
+	PipelineRatio               float64 `json:"pipeline_ratio"`
+	PipelineExtractionsPerEvent float64 `json:"pipeline_extractions_per_event"`
+	CoalesceBurst               int     `json:"coalesce_burst"`
+	CoalesceExtractionsPer100   float64 `json:"coalesce_extractions_per_100"`
+	CoalesceAppliedPer100       float64 `json:"coalesce_applied_per_100"`
+
+	// Scenario 2.
+	LagRateEventsPerS float64 `json:"lag_rate_events_per_s"`
+	LagSamples        int     `json:"lag_samples"`
+	LagTimeouts       int     `json:"lag_timeouts"`
+	LagP50Ms          float64 `json:"lag_p50_ms"`
+	LagP99Ms          float64 `json:"lag_p99_ms"`
+	LagP999Ms         float64 `json:"lag_p999_ms"`
+	LagMaxMs          float64 `json:"lag_max_ms"`
+	// Where the lag goes: the worker's handling of an event, the wait of
+	// extraction jobs in River's queue, the extraction, and publication to
+	// committed state (recall_state_lag_seconds).
+	LagIngestMeanMs     float64 `json:"lag_ingest_mean_ms"`
+	LagJobWaitP50Ms     float64 `json:"lag_job_wait_p50_ms"`
+	LagJobWaitP99Ms     float64 `json:"lag_job_wait_p99_ms"`
+	LagExtractionMeanMs float64 `json:"lag_extraction_mean_ms"`
+	LagCommittedMeanMs  float64 `json:"lag_committed_mean_ms"`
+
+	// Scenario 3.
+	CostPath string    `json:"cost_path,omitempty"`
+	Cost     []CostRow `json:"cost,omitempty"`
+	// AppendCostRatio10kVs10 is the time of an append turn at the longest
+	// length over that at the shortest (10,000 and 10 messages, but for
+	// Tiny runs).
+	AppendCostRatio10kVs10 float64 `json:"append_cost_ratio_10k_vs_10"`
+	// FullSnapshotMBPerS is the event bytes per second of full snapshots at
+	// the longest length.
+	FullSnapshotMBPerS float64 `json:"full_snapshot_mb_per_s"`
+
+	// Scenario 4.
+	ReadClients              int     `json:"read_clients"`
+	ReadRequestsPerS         float64 `json:"read_requests_per_s"`
+	ReadBaselineRequestsPerS float64 `json:"read_baseline_requests_per_s"`
+	ReadRatio                float64 `json:"read_ratio"`
+	ReadP99Ms                float64 `json:"read_p99_ms"`
+	ReadBaselineP99Ms        float64 `json:"read_baseline_p99_ms"`
+
+	// Scenario 5.
+	MemoryMethod             string  `json:"memory_method,omitempty"`
+	WorkerRSSMiB             float64 `json:"worker_rss_mib"`
+	WorkerIdleRSSMiB         float64 `json:"worker_idle_rss_mib"`
+	BigEventMiB              float64 `json:"big_event_mib"`
+	WorkerRSSBigEventMiB     float64 `json:"worker_rss_big_event_mib"`
+	WorkerRSSPipelineMiB     float64 `json:"worker_rss_pipeline_mib"`
+	MemoryPipelineEventsPerS float64 `json:"memory_pipeline_events_per_s"`
+}
+
+// Machine describes where a run happened.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	Go       string `json:"go"`
+	Postgres string `json:"postgres"`
+	NATS     string `json:"nats"`
+}
+
+// CostRow is scenario 3 at one conversation length: the median time of a
+// turn (ingest and extraction).
+type CostRow struct {
+	Messages       int     `json:"messages"`
+	AppendMs       float64 `json:"append_ms"`
+	FullMs         float64 `json:"full_ms"`
+	FullEventBytes int     `json:"full_event_bytes"`
+	FullMBPerS     float64 `json:"full_mb_per_s"`
+}
+
+// Targets of the figures on the reference machine.
+const (
+	TargetPipelineRatio   = 0.5
+	TargetLagP99Ms        = 100
+	TargetAppendRatio     = 1.5
+	TargetReadRatio       = 0.8
+	TargetRSSPerEvent     = 8
+	TargetPipelineRSSMiB  = 200
+	TargetCoalescePer100  = 25
+	targetMet, targetMiss = "met", "MISSED"
+)
+
+func verdict(ok bool) string {
+	if ok {
+		return targetMet
+	}
+	return targetMiss
+}
+
+// WriteTable writes r as a table: each scenario beside its baseline.
+func (r *Result) WriteTable(w io.Writer) error {
+	kind := "full run"
+	switch {
+	case r.Tiny:
+		kind = "tiny run (smoke test; figures mean nothing)"
+	case r.Quick:
+		kind = "quick run (fewer trials, smaller sizes)"
+	}
+	fmt.Fprintf(w, "recall bench: %s, concurrency %d, %.0fs\n", kind, r.Concurrency, r.DurationS)
+	fmt.Fprintf(w, "machine: %d CPUs, Postgres %s, NATS %s, %s\n\n", r.Machine.CPUs, r.Machine.Postgres, r.Machine.NATS, r.Machine.Go)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\trecall\tbaseline (same run)\tratio\ttarget\t")
+	if r.PipelineEvents > 0 {
+		fmt.Fprintf(tw, "1 pipeline: %d conv × %d turns, median of %d\t%.0f events/s\t%.0f jobs/s River no-op\t%.2f\t≥ %.2f %s\t\n",
+			r.PipelineConversations, r.PipelineTurns, r.Trials, r.PipelineEventsPerS, r.RiverNoopJobsPerS, r.PipelineRatio,
+			TargetPipelineRatio, verdict(r.PipelineRatio >= TargetPipelineRatio))
+		fmt.Fprintf(tw, "  coalescing: burst of %d snapshots, 1 conv\t%.0f extractions per 100 (%.0f changed state)\t\t\t< %d %s\t\n",
+			r.CoalesceBurst, r.CoalesceExtractionsPer100, r.CoalesceAppliedPer100, TargetCoalescePer100,
+			verdict(r.CoalesceExtractionsPer100 < TargetCoalescePer100))
+	}
+	if r.LagSamples > 0 {
+		fmt.Fprintf(tw, "2 lag publish→API at %.0f events/s (½ max)\tp50 %.1f  p99 %.1f  p999 %.1f ms\t\t\tp99 < %d ms %s\t\n",
+			r.LagRateEventsPerS, r.LagP50Ms, r.LagP99Ms, r.LagP999Ms, TargetLagP99Ms, verdict(r.LagP99Ms < TargetLagP99Ms))
+	}
+	if len(r.Cost) > 0 {
+		first, last := r.Cost[0], r.Cost[len(r.Cost)-1]
+		fmt.Fprintf(tw, "3 cost per turn (ingest+extraction), append\t%.2f ms at %d → %.2f ms at %d msgs\t\t%.2f\t≤ %.1f %s\t\n",
+			first.AppendMs, first.Messages, last.AppendMs, last.Messages, r.AppendCostRatio10kVs10,
+			TargetAppendRatio, verdict(r.AppendCostRatio10kVs10 <= TargetAppendRatio))
+		fmt.Fprintf(tw, "  full snapshots at %d msgs\t%.1f MB/s of event bytes\t\t\t\t\n", last.Messages, r.FullSnapshotMBPerS)
+	}
+	if r.ReadClients > 0 {
+		fmt.Fprintf(tw, "4 read API GET …/evidence, %d clients\t%.0f req/s, p99 %.2f ms\t%.0f req/s, p99 %.2f ms bare select\t%.2f\t≥ %.2f %s\t\n",
+			r.ReadClients, r.ReadRequestsPerS, r.ReadP99Ms, r.ReadBaselineRequestsPerS, r.ReadBaselineP99Ms, r.ReadRatio,
+			TargetReadRatio, verdict(r.ReadRatio >= TargetReadRatio))
+	}
+	if r.WorkerRSSMiB > 0 {
+		perEvent := r.WorkerRSSBigEventMiB / r.BigEventMiB
+		fmt.Fprintf(tw, "5 worker peak RSS, one %.1f MiB snapshot\t%.1f MiB (%.1f× the event; idle %.1f)\t\t\t< %d× %s\t\n",
+			r.BigEventMiB, r.WorkerRSSBigEventMiB, perEvent, r.WorkerIdleRSSMiB, TargetRSSPerEvent, verdict(perEvent < TargetRSSPerEvent))
+		fmt.Fprintf(tw, "  during scenario 1's workload\t%.1f MiB (%.0f events/s)\t\t\t< %d MiB %s\t\n",
+			r.WorkerRSSPipelineMiB, r.MemoryPipelineEventsPerS, TargetPipelineRSSMiB, verdict(r.WorkerRSSPipelineMiB < TargetPipelineRSSMiB))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Cost) > 0 {
+		fmt.Fprintf(w, "\nscenario 3 per length (%s):\n", r.CostPath)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "messages\tappend ms\tfull ms\tfull event bytes\tfull MB/s\t")
+		for _, c := range r.Cost {
+			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%d\t%.1f\t\n", c.Messages, c.AppendMs, c.FullMs, c.FullEventBytes, c.FullMBPerS)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	var notes []string
+	if r.LagTimeouts > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d lag samples took over 15s", r.LagTimeouts, r.LagSamples))
+	}
+	if r.MemoryMethod != "" {
+		notes = append(notes, "memory: "+r.MemoryMethod+"; the snapshot goes through an in-process NATS server with max_payload raised")
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\nnotes: %s\n", strings.Join(notes, "; "))
+	}
+	return nil
+}
