@@ -41,13 +41,13 @@ var DefaultKeywords = [3][]string{
 	Constraints: {
 		"must", "never", "always", "required", "cannot", "can't", "don't", "do not", "only", "at most", "at least", "deadline",
 		// More: English.
-		"mustn't", "may not", "can not", "no later than", "no more than", "not more than", "no fewer than", "not allowed", "forbidden", "prohibited", "mandatory", "requirement", "requirements", "non-negotiable", "no exceptions", "hard limit", "capped at", "at the latest", "due by",
+		"mustn't", "can not", "no later than", "no more than", "not more than", "no fewer than", "not allowed", "forbidden", "prohibited", "mandatory", "requirement", "requirements", "non-negotiable", "no exceptions", "hard limit", "capped at", "at the latest", "due by",
 		// More: German.
 		"muss", "müssen", "musst", "müsst", "nie", "niemals", "immer", "nur", "darf nicht", "dürfen nicht", "höchstens", "mindestens", "spätestens", "verboten", "pflicht", "erforderlich", "frist",
 		// More: French.
 		"doit", "doivent", "devons", "devez", "jamais", "toujours", "seulement", "uniquement", "au plus", "au moins", "au plus tard", "obligatoire", "interdit", "date limite",
 		// More: Spanish.
-		"debe", "deben", "debemos", "nunca", "siempre", "solo", "sólo", "únicamente", "como máximo", "como mínimo", "obligatorio", "prohibido", "fecha límite",
+		"debe", "deben", "debemos", "nunca", "siempre", "sólo", "únicamente", "como máximo", "como mínimo", "obligatorio", "prohibido", "fecha límite",
 		// More: Italian.
 		"deve", "devono", "dobbiamo", "sempre", "soltanto", "al massimo", "almeno", "vietato", "scadenza",
 		// More: Portuguese.
@@ -62,7 +62,7 @@ var DefaultKeywords = [3][]string{
 	Decisions: {
 		"decided", "agreed", "confirmed", "chose", "approved", "go with", "we'll use", "settled",
 		// More: English.
-		"decision", "decide", "decides", "going with", "let's use", "opted", "opt for", "picked", "signed off", "signs off", "sign off", "accepted", "locked in", "finalised", "finalized",
+		"going with", "let's use", "opted", "opt for", "signed off", "signs off", "locked in", "finalised", "finalized",
 		// More: German.
 		"entschieden", "beschlossen", "vereinbart", "festgelegt", "bestätigt", "genehmigt",
 		// More: French.
@@ -81,7 +81,7 @@ var DefaultKeywords = [3][]string{
 	OpenWork: {
 		"todo", "next step", "follow up", "pending", "still need", "need to", "tbd", "open question",
 		// More: English.
-		"next steps", "action item", "action items", "open item", "open items", "open questions", "still open", "blocked on", "waiting on",
+		"next steps", "action item", "action items", "open item", "open items", "open questions", "blocked on",
 		// More: German.
 		"nächster schritt", "nächste schritte", "offene frage", "noch zu tun",
 		// More: French.
