@@ -244,21 +244,29 @@ func TestParseEventFields(t *testing.T) {
 
 func TestParseEventDefaultLimits(t *testing.T) {
 	t.Parallel()
-	big := eventJSON(map[string]any{"event_id": strings.Repeat("e", DefaultMaxEventBytes)})
-	if _, err := ParseEvent([]byte(big), Limits{}); !isReason(err, ReasonTooLarge) {
-		t.Errorf("event of %d bytes: error %v, want too_large", len(big), err)
+	event := func(pad string, messages int) []byte {
+		return []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","pad":"` + pad +
+			`","messages":[` + strings.TrimSuffix(strings.Repeat(`{"role":"user"},`, messages), ",") + `]}`)
 	}
-	msgs := make([]any, DefaultMaxMessages+1)
-	for i := range msgs {
-		msgs[i] = map[string]any{"role": "user"}
+	if big := event(strings.Repeat("x", DefaultMaxEventBytes), 1); !isReason(parseErr(big), ReasonTooLarge) {
+		t.Errorf("event of %d bytes: error %v, want too_large", len(big), parseErr(big))
 	}
-	many := eventJSON(map[string]any{"messages": msgs})
-	if _, err := ParseEvent([]byte(many), Limits{}); !isReason(err, ReasonTooLarge) {
-		t.Errorf("event of %d messages: error %v, want too_large", len(msgs), err)
+	if fits := event(strings.Repeat("x", DefaultMaxEventBytes-200), 1); parseErr(fits) != nil {
+		t.Errorf("event of %d bytes: %v", len(fits), parseErr(fits))
 	}
-	if _, err := ParseEvent([]byte(eventJSON(map[string]any{"messages": msgs[:DefaultMaxMessages]})), Limits{}); err != nil {
-		t.Errorf("event of %d messages: %v", DefaultMaxMessages, err)
+	if many := event("", DefaultMaxMessages+1); !isReason(parseErr(many), ReasonTooLarge) {
+		t.Errorf("event of %d messages: error %v, want too_large", DefaultMaxMessages+1, parseErr(many))
 	}
+	if !testing.Short() {
+		if err := parseErr(event("", DefaultMaxMessages)); err != nil {
+			t.Errorf("event of %d messages: %v", DefaultMaxMessages, err)
+		}
+	}
+}
+
+func parseErr(data []byte) error {
+	_, err := ParseEvent(data, Limits{})
+	return err
 }
 
 func isReason(err error, r Reason) bool {
