@@ -186,8 +186,14 @@ func (s *State) add(m *Message, index int, c *Config, size *envelopeSize) {
 		s.OmittedEntries += dropRestated(list, b, excerpt, size)
 	}
 	// The excerpt is a substring of the message's text and the id is the
-	// message's own: copies keep the state from holding the history alive.
-	*list = append(*list, Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: index, Excerpt: strings.Clone(excerpt), Truncated: truncated})
+	// message's own: a copy of both, in one allocation, keeps the state from
+	// holding the history alive.
+	idAndExcerpt := m.ID + excerpt
+	if m.ID == "" || excerpt == "" {
+		idAndExcerpt = strings.Clone(idAndExcerpt)
+	}
+	id, excerpt := idAndExcerpt[:len(m.ID)], idAndExcerpt[len(m.ID):]
+	*list = append(*list, Entry{Role: m.Role, MessageID: id, Index: index, Excerpt: excerpt, Truncated: truncated})
 	size.added(b, &(*list)[len(*list)-1])
 	for len(*list) > c.MaxEntriesPerBucket {
 		if c.ExperimentalUserFirst && removeOldestAssistant(list, b, size) {
@@ -195,8 +201,7 @@ func (s *State) add(m *Message, index int, c *Config, size *envelopeSize) {
 			continue
 		}
 		size.removed(b, &(*list)[0])
-		// Copy rather than reslice so that evicted excerpts can be freed.
-		*list = append((*list)[:0:0], (*list)[1:]...)
+		removeOldest(list)
 		s.OmittedEntries++
 	}
 	for s.Buckets.Len() > 0 && EstimateTokens(size.total(s.OmittedEntries, &s.Buckets)) > c.MaxTokens {
@@ -230,9 +235,15 @@ func evictOldestOfLargest(bs *Buckets, size *envelopeSize) {
 	if b := largest(bs); b >= 0 {
 		list := bs.Get(b)
 		size.removed(b, &(*list)[0])
-		// Copy rather than reslice so that evicted excerpts can be freed.
-		*list = append((*list)[:0:0], (*list)[1:]...)
+		removeOldest(list)
 	}
+}
+
+// removeOldest removes the first entry of list. It copies rather than
+// reslices, so that the evicted excerpt can be freed, and never writes to
+// the old array, which a shallow copy of the state may share.
+func removeOldest(list *[]Entry) {
+	*list = append((*list)[:0:0], (*list)[1:]...)
 }
 
 // dropRestated removes the entries of list (bucket b) whose words are, for
