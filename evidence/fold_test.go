@@ -486,3 +486,28 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("with MaxExcerptBytes 4: excerpt %q truncated %v, want \"We m\" true", e.Excerpt, e.Truncated)
 	}
 }
+
+// TestConfigOutOfRange checks that bounds below 1 mean the defaults rather
+// than a panic.
+func TestConfigOutOfRange(t *testing.T) {
+	t.Parallel()
+	h := baseHistory()
+	want := foldAll(t, h)
+	for _, cfg := range []*Config{
+		{MaxEntriesPerBucket: -1},
+		{MaxTokens: -100},
+		{MaxExcerptBytes: -5},
+		{MaxEntriesPerBucket: -1, MaxTokens: -1, MaxExcerptBytes: -1},
+	} {
+		got, _, err := Fold(NewState(), h, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Fold with %+v differs from the defaults (-want +got):\n%s", *cfg, diff)
+		}
+	}
+	if got, cut := Excerpt("  text ", -1); got != "" || !cut {
+		t.Errorf("Excerpt(text, -1) = %q, %v; want \"\", true", got, cut)
+	}
+}

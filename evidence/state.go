@@ -81,12 +81,13 @@ func (s State) Clone() State {
 // nil *Config, mean the contract's defaults.
 type Config struct {
 	// MaxEntriesPerBucket bounds each bucket; the oldest entry goes first.
-	// Defaults to 6.
+	// Defaults to 6 (as do values below 1).
 	MaxEntriesPerBucket int
 	// MaxTokens bounds the estimated tokens of the rendered evidence message.
-	// Defaults to 1800.
+	// Defaults to 1800 (as do values below 1).
 	MaxTokens int
-	// MaxExcerptBytes bounds an excerpt's UTF-8 bytes. Defaults to 900.
+	// MaxExcerptBytes bounds an excerpt's UTF-8 bytes. Defaults to 900 (as
+	// do values below 1).
 	MaxExcerptBytes int
 	// Classifier picks an entry's bucket. Defaults to one built from
 	// DefaultKeywords.
@@ -123,23 +124,25 @@ func (c *Config) withDefaults() Config {
 	if c != nil {
 		cfg = *c
 	}
-	cfg.MaxEntriesPerBucket = cmp.Or(cfg.MaxEntriesPerBucket, DefaultMaxEntriesPerBucket)
-	cfg.MaxTokens = cmp.Or(cfg.MaxTokens, DefaultMaxTokens)
-	cfg.MaxExcerptBytes = cmp.Or(cfg.MaxExcerptBytes, DefaultMaxExcerptBytes)
+	// Values below 1 mean the defaults too: a negative bound would make the
+	// fold index an empty bucket or cut an excerpt before its start.
+	cfg.MaxEntriesPerBucket = cmp.Or(max(cfg.MaxEntriesPerBucket, 0), DefaultMaxEntriesPerBucket)
+	cfg.MaxTokens = cmp.Or(max(cfg.MaxTokens, 0), DefaultMaxTokens)
+	cfg.MaxExcerptBytes = cmp.Or(max(cfg.MaxExcerptBytes, 0), DefaultMaxExcerptBytes)
 	if cfg.Classifier == nil {
 		cfg.Classifier = defaultClassifier
 	}
 	return cfg
 }
 
-// Excerpt trims text and cuts it to at most max UTF-8 bytes at a character
-// boundary. It reports whether it cut.
-func Excerpt(text string, max int) (string, bool) {
+// Excerpt trims text and cuts it to at most limit UTF-8 bytes (none when
+// limit < 0) at a character boundary. It reports whether it cut.
+func Excerpt(text string, limit int) (string, bool) {
 	s := strings.TrimSpace(text)
-	if len(s) <= max {
+	if len(s) <= limit {
 		return s, false
 	}
-	cut := max
+	cut := max(limit, 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
