@@ -1,7 +1,15 @@
 package evidence_test
-import ("testing";"github.com/recallhq/recall/evidence")
+
+import (
+	"github.com/recallhq/recall/evidence"
+	"testing"
+)
+
 func TestStoredChunkTypes(t *testing.T) {
-	tests := []struct{ in string; want evidence.Role }{
+	tests := []struct {
+		in   string
+		want evidence.Role
+	}{
 		{`{"type":"AIMessageChunk","data":{"content":"hi","id":"a"}}`, evidence.RoleAssistant},
 		{`{"type":"HumanMessageChunk","data":{"content":"hi"}}`, evidence.RoleUser},
 		{`{"type":"ai","data":{"content":"hi"}}`, evidence.RoleAssistant},
