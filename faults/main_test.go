@@ -38,6 +38,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "faults: built recall in %s (mode %s)\n", time.Since(start).Round(time.Millisecond), mode())
+	sweepStaleClusters()
 	code := m.Run()
 	removeSuiteCluster()
 	table := results.table()

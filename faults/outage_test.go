@@ -52,6 +52,9 @@ func (o *outage) run(t *testing.T, c *cluster) loopResult {
 	if err := <-pubErr; err != nil {
 		t.Fatalf("publishing: %v", err)
 	}
+	if pending, ackPending, err := consumerPending(ctx, c.js); err == nil {
+		t.Logf("%s: when the last event was published, %d were not yet delivered and %d not yet acknowledged", o.name, pending, ackPending)
+	}
 	v, took := waitConverged(t, c.pool, w.Convs, o.converge)
 	t.Logf("%s: %s, %s after the last event was published", o.name, v, took.Round(100*time.Millisecond))
 	drained, _ := waitStreamDone(t, c.js, 90*time.Second)
@@ -68,7 +71,8 @@ func (o *outage) run(t *testing.T, c *cluster) loopResult {
 	if missing > 0 {
 		t.Errorf("%d of the first %d stream messages were never handled", missing, seqAtEnd)
 	}
-	t.Logf("%s: every event published before the fault ended (stream_seq <= %d) was handled %s after it", o.name, seqAtEnd, recovered.Round(10*time.Millisecond))
+	t.Logf("%s: every event published before the fault ended (stream_seq <= %d) was handled %s after it; River rescued %d stuck jobs",
+		o.name, seqAtEnd, recovered.Round(10*time.Millisecond), logs.Rescued)
 	return loopResult{c: c, w: w, faults: 1, verdict: v, converge: recovered, drained: drained + took, logs: logs, afterPublish: took}
 }
 

@@ -195,6 +195,29 @@ func suiteCluster(t *testing.T) *pgCluster {
 	return suitePG
 }
 
+// sweepStaleClusters stops and removes the private clusters that a test
+// process which died (a -timeout panic, a kill) left behind: those whose
+// folder is older than the longest run.
+func sweepStaleClusters() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "recall-faults-pg-*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || time.Since(fi.ModTime()) < 90*time.Minute {
+			continue
+		}
+		p := &pgCluster{dir: d, data: filepath.Join(d, "data")}
+		if bin, err := pgBinDir(); err == nil {
+			p.bin = bin
+			if os.Geteuid() == 0 {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					p.cred = &syscall.Credential{Uid: st.Uid, Gid: st.Gid}
+				}
+			}
+			p.Remove()
+		}
+	}
+}
+
 func removeSuiteCluster() {
 	if suitePG != nil {
 		suitePG.Remove()
