@@ -43,7 +43,11 @@ var errUsage = errors.New("usage")
 
 // Main runs the subcommand named by args[0] and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+	return mainEnv(&Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}, args)
+}
+
+func mainEnv(env *Env, args []string) int {
+	stderr := env.Stderr
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stderr)
 		if len(args) == 0 {

@@ -104,10 +104,13 @@ type app struct {
 // start connects to Postgres and NATS, migrates when asked, and starts the
 // parts of r. On error it stops what it started.
 func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog.Logger, m *metrics.Metrics) (a *app, err error) {
-	a = &app{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
+	started := &app{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
+	a = started
 	defer func() {
+		// Error paths return a nil app: stop what was started through the
+		// local copy.
 		if err != nil {
-			_ = a.stop(logger)
+			_ = started.stop(logger)
 		}
 	}()
 	if m == nil {

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestServeStartErrors: a process that cannot start says why and exits 1
+// (it once panicked while stopping what it had started).
+func TestServeStartErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"no Postgres", []string{"worker", "--no-migrate", "--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, nil, "connect to Postgres"},
+		{"api without a secret", []string{"api"}, nil, "RECALL_JWT_SECRET is not set"},
+		{"run without a secret", []string{"run"}, nil, "RECALL_JWT_SECRET is not set"},
+		{"bad log format", []string{"worker"}, map[string]string{"RECALL_LOG_FORMAT": "xml"}, "RECALL_LOG_FORMAT must be text or json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			env := &Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return tt.env[k] }}
+			code := mainEnv(env, tt.args)
+			if code != 1 || !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), tt.wantErr)
+			}
+		})
+	}
+}
