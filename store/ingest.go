@@ -242,11 +242,42 @@ ORDER BY idx`, userID, conversationID, lo, hi)
 	return digests, chains, nil
 }
 
+// insertChunkBytes bounds the message text and ids one INSERT carries, so
+// that a large snapshot is written in several statements and never needs its
+// whole text encoded at once (pgx builds each array parameter, then the Bind
+// message, in memory).
+const insertChunkBytes = 512 << 10
+
 // insertMessages stores the event's messages from index from on, chained
 // from c (the chain digest of [0, from)). It reports whether any of them is
 // a user request after the cursor, i.e. whether extraction has work.
 func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int, c evidence.Digest, cursor int) (bool, error) {
-	count := ev.End() - from
+	request := false
+	for lo := from; lo < ev.End(); {
+		hi, size := lo, 0
+		for hi < ev.End() && (hi == lo || size < insertChunkBytes) {
+			m := &ev.Messages[hi-ev.Offset]
+			size += len(m.ID) + 64
+			if m.Evidential() {
+				size += len(m.Text)
+			}
+			hi++
+		}
+		var err error
+		var req bool
+		if c, req, err = insertChunk(ctx, tx, ev, lo, hi, c, cursor); err != nil {
+			return false, err
+		}
+		request = request || req
+		lo = hi
+	}
+	return request, nil
+}
+
+// insertChunk stores messages [lo, hi) chained from c, the chain digest of
+// [0, lo), and returns the chain digest of [0, hi).
+func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int) (evidence.Digest, bool, error) {
+	count := hi - lo
 	idx := make([]int32, count)
 	digests := make([][]byte, count)
 	chains := make([][]byte, count)
@@ -256,7 +287,7 @@ func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int
 	texts := make([][]byte, count)
 	request := false
 	for j := range count {
-		i := from + j
+		i := lo + j
 		m := &ev.Messages[i-ev.Offset]
 		d := ev.Digests[i-ev.Offset]
 		c = c.Next(d)
@@ -281,7 +312,7 @@ FROM unnest($3::int[], $4::bytea[], $5::bytea[], $6::text[], $7::bool[], $8::byt
     AS t(idx, digest, chain, role, evidential, message_id, text)`,
 		ev.UserID, ev.ConversationID, idx, digests, chains, roles, evidential, ids, texts)
 	if err != nil {
-		return false, fmt.Errorf("store messages: %w", err)
+		return c, false, fmt.Errorf("store messages: %w", err)
 	}
-	return request, nil
+	return c, request, nil
 }

@@ -315,3 +315,78 @@ func TestMigrateConcurrently(t *testing.T) {
 		t.Errorf("migrate again: %v", err)
 	}
 }
+
+// TestLargeEventInChunks ingests a snapshot larger than one INSERT carries:
+// the chain runs on across the statements, the fold sees every message, an
+// append event after it is accepted, and each extraction leaves recall
+// holding only the messages after the cursor.
+func TestLargeEventInChunks(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	var h []json.RawMessage
+	for i := range 3001 {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		b, _ := json.Marshal(map[string]string{"id": fmt.Sprintf("m%d", i), "role": role,
+			"content": fmt.Sprintf("%d: we decided to keep the read path on its own replica. %0600d", i, i)})
+		h = append(h, b)
+	}
+	raw, _ := json.Marshal(h)
+	msgs, err := evidence.DecodeMessages(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireHeld := func(cursor, count int) {
+		t.Helper()
+		var n, lo int
+		if err := tb.pool.QueryRow(t.Context(), `SELECT count(*), coalesce(min(idx), -1) FROM recall_message`).Scan(&n, &lo); err != nil {
+			t.Fatal(err)
+		}
+		if n != count-cursor || (n > 0 && lo != cursor) {
+			t.Fatalf("recall holds %d messages from %d, want %d from %d", n, lo, count-cursor, cursor)
+		}
+	}
+
+	if res := tb.ingest(t, snapshot(t, "big", h[:2999])); res.Outcome != store.Accepted {
+		t.Fatalf("large snapshot: %+v", res)
+	}
+	for _, i := range []int{1, 1000, 2999} { // chain digest of [0, i) is stored with message i-1
+		var chain []byte
+		if err := tb.pool.QueryRow(t.Context(), `SELECT chain FROM recall_message WHERE idx = $1`, i-1).Scan(&chain); err != nil {
+			t.Fatal(err)
+		}
+		want, err := evidence.PrefixDigest(msgs, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if evidence.Digest(chain) != want {
+			t.Fatalf("chain digest of [0, %d): got %x, want %s", i, chain, want)
+		}
+	}
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.requireOracle(t, h[:2999])
+	requireHeld(2998, 2999)
+
+	prefix, err := evidence.PrefixDigest(msgs, 2999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": "append", "user_id": "u", "conversation_id": "c",
+		"offset": 2999, "prefix_digest": prefix.String(), "messages": h[2999:]})
+	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := tb.ingest(t, ev); res.Outcome != store.Accepted {
+		t.Fatalf("append after the large snapshot: %+v", res)
+	}
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.requireOracle(t, h)
+	requireHeld(3000, 3001)
+}
