@@ -136,8 +136,11 @@ UPDATE recall_conversation
 SET version = $3, "cursor" = $4, prefix_digest = $5, body = $6, updated_at = now(), extract_requested_at = NULL
 WHERE user_id = $1 AND conversation_id = $2`,
 		userID, conversationID, state.Version, state.Cursor, state.PrefixDigest[:], body)
-	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx < $3`,
-		userID, conversationID, state.Cursor)
+	// Messages below the old cursor are gone already: deleting the range
+	// keeps the index scan off the dead entries earlier extractions left
+	// (until vacuum), so a turn costs the same at message 10 and 10,000.
+	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4`,
+		userID, conversationID, row.cursor, state.Cursor)
 	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, state.Cursor))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return ExtractResult{}, fmt.Errorf("write evidence: %w", err)
