@@ -126,7 +126,13 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: c.Workers}}
 		rc.FetchCooldown = 20 * time.Millisecond
-		rc.FetchPollInterval = 500 * time.Millisecond
+		// River sends at most one insert notification per FetchCooldown:
+		// a job inserted within 20ms of a notified one, whose transaction
+		// commits after the fetch that notification caused, waits for
+		// the next notification or this poll. Events arriving together
+		// and then a pause (agents finishing turns at once) hit that, so
+		// the poll bounds the lag's tail; 10 cheap queries a second idle.
+		rc.FetchPollInterval = 100 * time.Millisecond
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
