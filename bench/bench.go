@@ -77,6 +77,10 @@ type Config struct {
 	Executable string
 	// Progress receives a line per step. Defaults to discarding.
 	Progress io.Writer
+	// SQLStats adds up the client-side time of each SQL statement the
+	// in-process parts run, per scenario, into Result.SQL. Defaults to
+	// false.
+	SQLStats bool
 }
 
 // sizes are a run's workloads.
@@ -85,6 +89,7 @@ type sizes struct {
 	burst                       int
 	lagDuration                 time.Duration
 	lagTurns                    int
+	lagBurstRounds              int
 	costLengths                 []int
 	costTurns, costWarm         int
 	readRounds                  int
@@ -98,19 +103,19 @@ func sizesFor(cfg *Config) sizes {
 	switch {
 	case cfg.Tiny:
 		return sizes{convs: 20, users: 4, turns: 4, trials: 1, burst: 30,
-			lagDuration: time.Second, lagTurns: 4,
+			lagDuration: time.Second, lagTurns: 4, lagBurstRounds: 5,
 			costLengths: []int{10, 100}, costTurns: 2, costWarm: 1,
 			readRounds: 1, readDuration: 300 * time.Millisecond, readClients: 64,
 			bigEvent: 1 << 20, memConvs: 20, memTurns: 4}
 	case cfg.Quick:
 		return sizes{convs: 300, users: 30, turns: 10, trials: 1, burst: 100,
-			lagDuration: 5 * time.Second, lagTurns: 10,
+			lagDuration: 5 * time.Second, lagTurns: 10, lagBurstRounds: 25,
 			costLengths: []int{10, 100, 1000, 10000}, costTurns: 5, costWarm: 1,
 			readRounds: 2, readDuration: time.Second, readClients: 64,
 			bigEvent: 8 << 20, memConvs: 300, memTurns: 10}
 	}
 	return sizes{convs: 1000, users: 100, turns: 20, trials: 3, burst: 100,
-		lagDuration: 20 * time.Second, lagTurns: 20,
+		lagDuration: 20 * time.Second, lagTurns: 20, lagBurstRounds: 60,
 		costLengths: []int{10, 100, 1000, 10000}, costTurns: 15, costWarm: 2,
 		readRounds: 5, readDuration: 3 * time.Second, readClients: 64,
 		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20}
@@ -161,6 +166,9 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 			return nil
 		}
 		e.progress("== %s", name)
+		if e.tracer != nil {
+			e.tracer.setScenario(name)
+		}
 		if err := fn(ctx, res); err != nil {
 			return fmt.Errorf("bench: %s: %w", name, err)
 		}
@@ -182,6 +190,9 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 		return nil, err
 	}
 	res.DurationS = time.Since(started).Seconds()
+	if e.tracer != nil {
+		res.SQL = e.tracer.top(12)
+	}
 	return res, nil
 }
 
@@ -203,7 +214,8 @@ type env struct {
 	subject string
 	streams []string // created on the configured server, deleted at the end
 
-	pipe *pipeline // the in-process pipeline, while it runs
+	pipe   *pipeline // the in-process pipeline, while it runs
+	tracer *sqlTracer
 
 	// warmUsers and warmConvs name conversations with full evidence, for
 	// the read scenario, once scenario 1 (or warm) ran.
@@ -244,6 +256,10 @@ func setup(ctx context.Context, cfg *Config) (e *env, err error) {
 	// As recall run sizes its pool.
 	pcfg.MaxConns = max(pcfg.MaxConns, int32(2*cfg.Concurrency+8))
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "recall_bench"
+	if cfg.SQLStats {
+		e.tracer = newSQLTracer()
+		pcfg.ConnConfig.Tracer = e.tracer
+	}
 	if e.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("bench: connect to %s: %w", e.dbName, err)
 	}

@@ -22,7 +22,8 @@ var directSeq atomic.Uint64
 
 // costScenario is scenario 3: the processing time of one turn (ingest and
 // extraction) of a conversation of each length, for append events and for
-// full snapshots.
+// full snapshots. Turns go round the conversations, so that a noisy moment
+// on a shared machine hits every length alike.
 func (e *env) costScenario(ctx context.Context, res *Result) error {
 	p, err := e.startPipeline(ctx)
 	if err != nil {
@@ -34,23 +35,37 @@ func (e *env) costScenario(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.CostPath = CostPath
+	var runs []*costConv
 	for _, n := range e.sz.costLengths {
-		row := CostRow{Messages: n}
 		for _, full := range []bool{false, true} {
-			times, size, err := e.costRun(ctx, p, n, full, hist, ch)
-			if err != nil {
+			c := &costConv{e: e, p: p, n: n, full: full, hist: hist, chains: ch}
+			if err := c.setup(ctx); err != nil {
 				return err
 			}
-			if full {
-				row.FullMs, row.FullEventBytes = ms(medianDuration(times)), size
-				row.FullMBPerS = float64(size) / 1e6 / medianDuration(times).Seconds()
-			} else {
-				row.AppendMs = ms(medianDuration(times))
+			runs = append(runs, c)
+		}
+	}
+	for k := range e.sz.costWarm + e.sz.costTurns {
+		for _, c := range runs {
+			if err := c.turn(ctx, k >= e.sz.costWarm); err != nil {
+				return err
 			}
 		}
+	}
+	res.CostPath = CostPath
+	for i := 0; i < len(runs); i += 2 {
+		app, full := runs[i], runs[i+1]
+		if err := app.check(ctx); err != nil {
+			return err
+		}
+		if err := full.check(ctx); err != nil {
+			return err
+		}
+		fullTime := medianDuration(full.times)
+		row := CostRow{Messages: app.n, AppendMs: ms(medianDuration(app.times)),
+			FullMs: ms(fullTime), FullEventBytes: full.size, FullMBPerS: float64(full.size) / 1e6 / fullTime.Seconds()}
 		e.progress("cost at %d messages: append %.2f ms; full snapshot %.2f ms (%d bytes, %.1f MB/s)",
-			n, row.AppendMs, row.FullMs, row.FullEventBytes, row.FullMBPerS)
+			row.Messages, row.AppendMs, row.FullMs, row.FullEventBytes, row.FullMBPerS)
 		res.Cost = append(res.Cost, row)
 	}
 	first, last := res.Cost[0], res.Cost[len(res.Cost)-1]
@@ -59,74 +74,99 @@ func (e *env) costScenario(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// costRun builds a conversation of n-1 messages (ending with a request),
-// then times turns that each add a reply and a request, sent as full
-// snapshots or as append events. It returns the time of each timed turn
-// and the size of the last event.
-func (e *env) costRun(ctx context.Context, p *pipeline, n int, full bool, hist []json.RawMessage, ch []evidence.Digest) ([]time.Duration, int, error) {
+// costConv is one conversation of scenario 3: built with n-1 messages
+// (ending with a request), then given turns that each add a reply and a
+// request, sent as full snapshots or as append events.
+type costConv struct {
+	e      *env
+	p      *pipeline
+	n      int
+	full   bool
+	hist   []json.RawMessage
+	chains []evidence.Digest
+
+	length int
+	times  []time.Duration
+	size   int // of the last event
+}
+
+func (c *costConv) key() (userID, conversationID string) {
 	mode := "append"
-	if full {
+	if c.full {
 		mode = "full"
 	}
-	userID, conversationID := fmt.Sprintf("cost-%s-%d", mode, n), "c"
-	turn := func(offset, end int) (time.Duration, int, error) {
-		var prefix *evidence.Digest
-		if offset > 0 {
-			prefix = &ch[offset]
-		}
-		id := e.ids.next()
-		data := encodeEvent(id, userID, conversationID, offset, prefix, hist[offset:end])
-		count0, sum0 := histogramValue(p.metrics.ExtractionSeconds)
-		msg := &directMsg{data: data, meta: jetstream.MsgMetadata{
-			Stream: "recall-bench-direct", Sequence: jetstream.SequencePair{Stream: directSeq.Add(1)},
-			NumDelivered: 1, Timestamp: time.Now(),
-		}}
-		start := time.Now()
-		p.worker.Handle(ctx, msg)
-		ingest := time.Since(start)
-		if msg.end != "ack" {
-			return 0, 0, fmt.Errorf("%s event at %d messages: the worker ended it with %s, not ack", mode, end, msg.end)
-		}
-		deadline := time.Now().Add(time.Minute)
-		for {
-			count, sum := histogramValue(p.metrics.ExtractionSeconds)
-			if count > count0 {
-				return ingest + time.Duration((sum-sum0)*float64(time.Second)), len(data), nil
-			}
-			if time.Now().After(deadline) {
-				return 0, 0, fmt.Errorf("%s event at %d messages: no extraction within a minute", mode, end)
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
+	return fmt.Sprintf("cost-%s-%d", mode, c.n), "c"
+}
+
+func (c *costConv) setup(ctx context.Context) error {
+	c.length = c.n - 1
+	_, _, err := c.send(ctx, 0, c.length)
+	return err
+}
+
+// turn sends the next turn; timed turns are recorded.
+func (c *costConv) turn(ctx context.Context, timed bool) error {
+	offset := c.length
+	if c.full {
+		offset = 0
 	}
-	length := n - 1
-	if _, _, err := turn(0, length); err != nil {
-		return nil, 0, err
-	}
-	var times []time.Duration
-	size := 0
-	for k := range e.sz.costWarm + e.sz.costTurns {
-		offset := length
-		if full {
-			offset = 0
-		}
-		d, sz, err := turn(offset, length+2)
-		if err != nil {
-			return nil, 0, err
-		}
-		length += 2
-		if k >= e.sz.costWarm {
-			times, size = append(times, d), sz
-		}
-	}
-	rec, err := p.store.Evidence(ctx, userID, conversationID)
+	d, size, err := c.send(ctx, offset, c.length+2)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	if rec.Cursor != length-1 || rec.MessageCount != length {
-		return nil, 0, fmt.Errorf("%s at %d messages: cursor %d of %d messages, want %d of %d", mode, n, rec.Cursor, rec.MessageCount, length-1, length)
+	c.length += 2
+	if timed {
+		c.times, c.size = append(c.times, d), size
 	}
-	return times, size, nil
+	return nil
+}
+
+// send hands messages [offset, end) to the worker as one event and waits for
+// the extraction it enqueues. It returns the handling time plus the
+// extraction's, and the event's size.
+func (c *costConv) send(ctx context.Context, offset, end int) (time.Duration, int, error) {
+	userID, conversationID := c.key()
+	var prefix *evidence.Digest
+	if offset > 0 {
+		prefix = &c.chains[offset]
+	}
+	id := c.e.ids.next()
+	data := encodeEvent(id, userID, conversationID, offset, prefix, c.hist[offset:end])
+	count0, sum0 := histogramValue(c.p.metrics.ExtractionSeconds)
+	msg := &directMsg{data: data, meta: jetstream.MsgMetadata{
+		Stream: "recall-bench-direct", Sequence: jetstream.SequencePair{Stream: directSeq.Add(1)},
+		NumDelivered: 1, Timestamp: time.Now(),
+	}}
+	start := time.Now()
+	c.p.worker.Handle(ctx, msg)
+	ingest := time.Since(start)
+	if msg.end != "ack" {
+		return 0, 0, fmt.Errorf("%s/%s at %d messages: the worker ended the event with %s, not ack", userID, conversationID, end, msg.end)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		count, sum := histogramValue(c.p.metrics.ExtractionSeconds)
+		if count > count0 {
+			return ingest + time.Duration((sum-sum0)*float64(time.Second)), len(data), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("%s/%s at %d messages: no extraction within a minute", userID, conversationID, end)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// check verifies the conversation's state: every turn summarised.
+func (c *costConv) check(ctx context.Context) error {
+	userID, conversationID := c.key()
+	rec, err := c.p.store.Evidence(ctx, userID, conversationID)
+	if err != nil {
+		return err
+	}
+	if rec.Cursor != c.length-1 || rec.MessageCount != c.length {
+		return fmt.Errorf("%s/%s: cursor %d of %d messages, want %d of %d", userID, conversationID, rec.Cursor, rec.MessageCount, c.length-1, c.length)
+	}
+	return nil
 }
 
 func medianDuration(ds []time.Duration) time.Duration {

@@ -200,8 +200,7 @@ func (e *env) pipelineScenario(ctx context.Context, res *Result) error {
 		e.progress("trial %d/%d: pipeline %.0f events/s (%d events, %.2f extractions/event); River no-op %.0f jobs/s; ratio %.2f",
 			trial+1, e.sz.trials, rate, w.events(), ex/float64(w.events()), base, rate/base)
 	}
-	if n := counterValue(p.metrics.Events.WithLabelValues("rejected", string(evidence.ReasonGap))) +
-		counterValue(p.metrics.Events.WithLabelValues("retried", "")); n > 0 {
+	if n := notAccepted(p.metrics); n > 0 {
 		e.progress("warning: %.0f events were retried or rejected", n)
 	}
 	res.PipelineEvents = e.sz.convs * e.sz.turns
@@ -294,7 +293,7 @@ const noopQueue = "recall_bench_noop"
 // extraction queue, so that both wait for jobs alike.
 const (
 	riverFetchCooldown     = 20 * time.Millisecond
-	riverFetchPollInterval = 500 * time.Millisecond
+	riverFetchPollInterval = 100 * time.Millisecond
 )
 
 func (noopArgs) Kind() string { return "recall_bench_noop" }
@@ -381,6 +380,15 @@ func (n *noopRiver) run(ctx context.Context, total, goroutines int) (float64, er
 	return float64(total) / elapsed.Seconds(), nil
 }
 
+// notAccepted counts the events the worker retried or rejected.
+func notAccepted(m *metrics.Metrics) float64 {
+	n := counterValue(m.Events.WithLabelValues("retried", "")) + counterValue(m.Events.WithLabelValues("gap_retried", ""))
+	for _, r := range evidence.Reasons {
+		n += counterValue(m.Events.WithLabelValues("rejected", string(r)))
+	}
+	return n
+}
+
 // counterValue reads a counter.
 func counterValue(c prometheus.Counter) float64 {
 	var m dto.Metric
@@ -397,6 +405,54 @@ func histogramValue(h prometheus.Histogram) (uint64, float64) {
 		return 0, 0
 	}
 	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// histSnapshot is a histogram's cumulative buckets at one moment.
+type histSnapshot struct {
+	bounds []float64
+	counts []uint64
+	count  uint64
+	sum    float64
+}
+
+func snapshotHistogram(h prometheus.Histogram) histSnapshot {
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		return histSnapshot{}
+	}
+	s := histSnapshot{count: m.GetHistogram().GetSampleCount(), sum: m.GetHistogram().GetSampleSum()}
+	for _, b := range m.GetHistogram().GetBucket() {
+		s.bounds = append(s.bounds, b.GetUpperBound())
+		s.counts = append(s.counts, b.GetCumulativeCount())
+	}
+	return s
+}
+
+// since returns the mean and the q-quantile (interpolated within buckets,
+// as Prometheus's histogram_quantile does) of the observations made after
+// before, in milliseconds.
+func (s histSnapshot) since(before histSnapshot, q float64) (mean, quantile float64) {
+	n := s.count - before.count
+	if n == 0 || len(s.bounds) == 0 {
+		return 0, 0
+	}
+	mean = (s.sum - before.sum) / float64(n) * 1000
+	rank := q * float64(n)
+	lower, prev := 0.0, uint64(0)
+	for i, bound := range s.bounds {
+		c := s.counts[i]
+		if len(before.counts) > i {
+			c -= before.counts[i]
+		}
+		if float64(c) >= rank {
+			if c == prev {
+				return mean, bound * 1000
+			}
+			return mean, (lower + (bound-lower)*(rank-float64(prev))/float64(c-prev)) * 1000
+		}
+		lower, prev = bound, c
+	}
+	return mean, s.bounds[len(s.bounds)-1] * 1000 // beyond the last bucket
 }
 
 // median returns the median of xs (the mean of the middle two for an even

@@ -40,12 +40,21 @@ type Result struct {
 	LagMaxMs          float64 `json:"lag_max_ms"`
 	// Where the lag goes: the worker's handling of an event, the wait of
 	// extraction jobs in River's queue, the extraction, and publication to
-	// committed state (recall_state_lag_seconds).
+	// committed state (recall_state_lag_seconds). p99s from the metrics'
+	// histograms are interpolated within their buckets.
 	LagIngestMeanMs     float64 `json:"lag_ingest_mean_ms"`
+	LagIngestP99Ms      float64 `json:"lag_ingest_p99_ms"`
 	LagJobWaitP50Ms     float64 `json:"lag_job_wait_p50_ms"`
 	LagJobWaitP99Ms     float64 `json:"lag_job_wait_p99_ms"`
 	LagExtractionMeanMs float64 `json:"lag_extraction_mean_ms"`
+	LagExtractionP99Ms  float64 `json:"lag_extraction_p99_ms"`
 	LagCommittedMeanMs  float64 `json:"lag_committed_mean_ms"`
+	LagCommittedP99Ms   float64 `json:"lag_committed_p99_ms"`
+	// The lag of events published together, four at a time, with pauses.
+	LagBurstSamples int     `json:"lag_burst_samples"`
+	LagBurstP50Ms   float64 `json:"lag_burst_p50_ms"`
+	LagBurstP99Ms   float64 `json:"lag_burst_p99_ms"`
+	LagBurstMaxMs   float64 `json:"lag_burst_max_ms"`
 
 	// Scenario 3.
 	CostPath string    `json:"cost_path,omitempty"`
@@ -74,6 +83,10 @@ type Result struct {
 	WorkerRSSBigEventMiB     float64 `json:"worker_rss_big_event_mib"`
 	WorkerRSSPipelineMiB     float64 `json:"worker_rss_pipeline_mib"`
 	MemoryPipelineEventsPerS float64 `json:"memory_pipeline_events_per_s"`
+
+	// SQL is the client-side time of the statements of each scenario, with
+	// Config.SQLStats.
+	SQL []SQLStat `json:"sql,omitempty"`
 }
 
 // Machine describes where a run happened.
@@ -137,6 +150,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.LagSamples > 0 {
 		fmt.Fprintf(tw, "2 lag publish→API at %.0f events/s (½ max)\tp50 %.1f  p99 %.1f  p999 %.1f ms\t\t\tp99 < %d ms %s\t\n",
 			r.LagRateEventsPerS, r.LagP50Ms, r.LagP99Ms, r.LagP999Ms, TargetLagP99Ms, verdict(r.LagP99Ms < TargetLagP99Ms))
+		if r.LagBurstSamples > 0 {
+			fmt.Fprintf(tw, "  lag of events 4 at once, then a pause\tp50 %.1f  p99 %.1f  max %.1f ms\t\t\t\t\n",
+				r.LagBurstP50Ms, r.LagBurstP99Ms, r.LagBurstMaxMs)
+		}
 	}
 	if len(r.Cost) > 0 {
 		first, last := r.Cost[0], r.Cost[len(r.Cost)-1]
@@ -166,6 +183,17 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, "messages\tappend ms\tfull ms\tfull event bytes\tfull MB/s\t")
 		for _, c := range r.Cost {
 			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%d\t%.1f\t\n", c.Messages, c.AppendMs, c.FullMs, c.FullEventBytes, c.FullMBPerS)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.SQL) > 0 {
+		fmt.Fprintf(w, "\nSQL statements by client-side time (round trip, lock waits, commit flush):\n")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "scenario\tcalls\ttotal ms\tmean ms\tstatement\t")
+		for _, s := range r.SQL {
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%s\t\n", s.Scenario, s.Calls, s.TotalMs, s.MeanMs, s.Statement)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -35,6 +35,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(bench.Scenarios, ", ")+" (default all)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (pipeline, API and load) to this file")
+	sqlStats := fs.Bool("sqlstats", false, "add up the client-side time of each SQL statement per scenario and print the top ones")
 	tiny := fs.Bool("tiny", false, "smoke-test sizes, for the command's own test")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: recall bench [flags]")
@@ -64,6 +65,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		Quick:       *quick || *tiny,
 		Tiny:        *tiny,
 		Progress:    env.Stderr,
+		SQLStats:    *sqlStats,
 	}
 	if *only != "" {
 		for _, s := range strings.Split(*only, ",") {
