@@ -390,3 +390,63 @@ func TestLargeEventInChunks(t *testing.T) {
 	tb.requireOracle(t, h)
 	requireHeld(3000, 3001)
 }
+
+// TestSweep re-enqueues an extraction requested but not started within the
+// window (its job died with a worker), never one whose row a live job holds.
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	h := history(3)
+	tb.ingest(t, snapshot(t, "e1", h))
+	sweep := func() int {
+		t.Helper()
+		n, err := tb.store.Sweep(t.Context(), 50*time.Millisecond, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := sweep(); n != 0 {
+		t.Fatalf("swept %d fresh requests, want 0", n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// A live extraction holds the row: the sweep leaves it alone.
+	held := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- pgx.BeginFunc(context.Background(), tb.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(context.Background(), `SELECT 1 FROM recall_conversation WHERE user_id = 'u' FOR UPDATE`); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	if n := sweep(); n != 0 {
+		t.Errorf("swept %d requests whose row a live job holds, want 0", n)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := sweep(); n != 1 {
+		t.Fatalf("swept %d stale requests, want 1", n)
+	}
+	if n := tb.enqueued(); n != 2 {
+		t.Errorf("%d jobs enqueued, want 2", n)
+	}
+	// The sweep renewed the request: not swept again at once.
+	if n := sweep(); n != 0 {
+		t.Errorf("swept %d again at once, want 0", n)
+	}
+	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := sweep(); n != 0 {
+		t.Errorf("swept %d after the extraction ran, want 0", n)
+	}
+}
