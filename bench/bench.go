@@ -225,7 +225,9 @@ type env struct {
 }
 
 func (e *env) progress(format string, args ...any) {
-	fmt.Fprintf(e.cfg.Progress, "bench: "+format+"\n", args...)
+	if e.cfg.Progress != nil {
+		fmt.Fprintf(e.cfg.Progress, "bench: "+format+"\n", args...)
+	}
 }
 
 func setup(ctx context.Context, cfg *Config) (e *env, err error) {

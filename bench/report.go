@@ -42,14 +42,15 @@ type Result struct {
 	// extraction jobs in River's queue, the extraction, and publication to
 	// committed state (recall_state_lag_seconds). p99s from the metrics'
 	// histograms are interpolated within their buckets.
-	LagIngestMeanMs     float64 `json:"lag_ingest_mean_ms"`
-	LagIngestP99Ms      float64 `json:"lag_ingest_p99_ms"`
-	LagJobWaitP50Ms     float64 `json:"lag_job_wait_p50_ms"`
-	LagJobWaitP99Ms     float64 `json:"lag_job_wait_p99_ms"`
-	LagExtractionMeanMs float64 `json:"lag_extraction_mean_ms"`
-	LagExtractionP99Ms  float64 `json:"lag_extraction_p99_ms"`
-	LagCommittedMeanMs  float64 `json:"lag_committed_mean_ms"`
-	LagCommittedP99Ms   float64 `json:"lag_committed_p99_ms"`
+	LagExtractionsPerEvent float64 `json:"lag_extractions_per_event"`
+	LagIngestMeanMs        float64 `json:"lag_ingest_mean_ms"`
+	LagIngestP99Ms         float64 `json:"lag_ingest_p99_ms"`
+	LagJobWaitP50Ms        float64 `json:"lag_job_wait_p50_ms"`
+	LagJobWaitP99Ms        float64 `json:"lag_job_wait_p99_ms"`
+	LagExtractionMeanMs    float64 `json:"lag_extraction_mean_ms"`
+	LagExtractionP99Ms     float64 `json:"lag_extraction_p99_ms"`
+	LagCommittedMeanMs     float64 `json:"lag_committed_mean_ms"`
+	LagCommittedP99Ms      float64 `json:"lag_committed_p99_ms"`
 	// The lag of events published together, four at a time, with pauses.
 	LagBurstSamples int     `json:"lag_burst_samples"`
 	LagBurstP50Ms   float64 `json:"lag_burst_p50_ms"`
@@ -191,9 +192,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if len(r.SQL) > 0 {
 		fmt.Fprintf(w, "\nSQL statements by client-side time (round trip, lock waits, commit flush):\n")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "scenario\tcalls\ttotal ms\tmean ms\tstatement\t")
+		fmt.Fprintln(tw, "scenario\tcalls\ttotal ms\tmean ms\tmax ms\tstatement\t")
 		for _, s := range r.SQL {
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%s\t\n", s.Scenario, s.Calls, s.TotalMs, s.MeanMs, s.Statement)
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.1f\t%s\t\n", s.Scenario, s.Calls, s.TotalMs, s.MeanMs, s.MaxMs, s.Statement)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -21,6 +21,7 @@ type SQLStat struct {
 	Calls     int     `json:"calls"`
 	TotalMs   float64 `json:"total_ms"`
 	MeanMs    float64 `json:"mean_ms"`
+	MaxMs     float64 `json:"max_ms"`
 }
 
 // sqlTracer is a pgx tracer that adds up the time of each statement, per
@@ -88,6 +89,7 @@ func (t *sqlTracer) add(sql string, d time.Duration) {
 	}
 	s.Calls++
 	s.TotalMs += ms(d)
+	s.MaxMs = max(s.MaxMs, ms(d))
 }
 
 // top returns the n statements of each scenario with the most total time.
