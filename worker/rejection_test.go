@@ -224,8 +224,49 @@ func TestMachineNATS(t *testing.T) {
 	pt.Must(t, err)
 	info, err := cons.Info(t.Context())
 	pt.Must(t, err)
-	if info.NumAckPending != 0 || info.NumRedelivered != 0 || info.NumPending != 0 {
-		t.Errorf("consumer after a terminated event: ack pending %d, redelivered %d, pending %d",
-			info.NumAckPending, info.NumRedelivered, info.NumPending)
+	if info.NumAckPending != 0 || info.NumPending != 0 || info.Delivered.Consumer != info.Delivered.Stream {
+		t.Errorf("consumer after a terminated event: ack pending %d, pending %d, %d deliveries of %d events",
+			info.NumAckPending, info.NumPending, info.Delivered.Consumer, info.Delivered.Stream)
+	}
+}
+
+// TestSlowEventNotRedelivered: an event whose handling outlasts AckWait is
+// kept in progress by the heartbeat, not delivered a second time.
+func TestSlowEventNotRedelivered(t *testing.T) {
+	t.Parallel()
+	b := pt.New(t)
+	b.AckWait = 600 * time.Millisecond
+	b.StartWorker(2)
+	// Hold the conversation's row lock so that ingest waits 2 s.
+	history := []json.RawMessage{msg("m0", "user", "We must ship by Friday."), msg("m1", "assistant", "ok"), msg("m2", "user", "next")}
+	b.Publish("s0", pt.Event("s0", "u", "c", history[:1]))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		pt.Must(t, b.Pool.QueryRow(t.Context(), `SELECT count(*) FROM recall_conversation`).Scan(&n))
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("first event not ingested")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tx, err := b.Pool.Begin(t.Context())
+	pt.Must(t, err)
+	_, err = tx.Exec(t.Context(), `SELECT 1 FROM recall_conversation WHERE user_id = 'u' FOR UPDATE`)
+	pt.Must(t, err)
+	b.Publish("s1", pt.Event("s1", "u", "c", history))
+	time.Sleep(2 * time.Second)
+	pt.Must(t, tx.Rollback(t.Context()))
+	b.WaitCursor("u", "c", 2, 10*time.Second)
+	cons, err := b.JS.Consumer(t.Context(), b.Stream, "recall-worker")
+	pt.Must(t, err)
+	info, err := cons.Info(t.Context())
+	pt.Must(t, err)
+	// Each delivery takes a consumer sequence: more of them than stream
+	// messages means something was delivered twice.
+	if info.Delivered.Consumer != info.Delivered.Stream {
+		t.Errorf("%d deliveries of %d events: redelivered while in progress", info.Delivered.Consumer, info.Delivered.Stream)
 	}
 }

@@ -60,7 +60,9 @@ type Config struct {
 	// to 1.
 	Replicas int
 	// AckWait is how long JetStream waits for an acknowledgement before it
-	// redelivers. Defaults to 60s.
+	// redelivers (an event held by a killed worker comes back after it).
+	// Handlers that run longer tell JetStream they are in progress.
+	// Defaults to 20s.
 	AckWait time.Duration
 	// Metrics, when set, counts events by outcome.
 	Metrics *metrics.Metrics
@@ -105,7 +107,7 @@ func New(nc *nats.Conn, ing Ingester, cfg *Config) (*Worker, error) {
 	c.Duplicates = cmp.Or(c.Duplicates, 2*time.Minute)
 	c.MaxAge = cmp.Or(c.MaxAge, 7*24*time.Hour)
 	c.Replicas = cmp.Or(c.Replicas, 1)
-	c.AckWait = cmp.Or(c.AckWait, 60*time.Second)
+	c.AckWait = cmp.Or(c.AckWait, 20*time.Second)
 	if c.Concurrency < 1 {
 		return nil, errors.New("worker: Concurrency must be at least 1")
 	}
@@ -238,6 +240,7 @@ func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	attrs := []slog.Attr{slog.Uint64("stream_seq", meta.Sequence.Stream), slog.Uint64("delivered", meta.NumDelivered)}
+	defer w.heartbeat(msg)()
 	outcome, reason := w.handle(ctx, msg, meta, &attrs)
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Events.WithLabelValues(outcome, string(reason)).Inc()
@@ -252,6 +255,34 @@ func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
 		attrs = append(attrs, slog.String("reason", string(reason)))
 	}
 	w.logger.LogAttrs(ctx, level, "event", attrs...)
+}
+
+// heartbeat tells JetStream every third of AckWait that msg is still being
+// handled, so that a slow event (a large snapshot, a Postgres that answers
+// slowly) is not redelivered meanwhile. It returns the function that stops
+// it.
+func (w *Worker) heartbeat(msg jetstream.Msg) func() {
+	every := w.cfg.AckWait / 3
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock() // the callback reads t
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		_ = msg.InProgress()
+		t.Reset(every)
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		t.Stop()
+	}
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, attrs *[]slog.Attr) (outcome string, reason evidence.Reason) {

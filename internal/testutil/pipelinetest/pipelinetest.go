@@ -49,6 +49,8 @@ type Bundle struct {
 	JS jetstream.JetStream
 	// GapTimeout is given to the workers. Defaults to 2s.
 	GapTimeout time.Duration
+	// AckWait is given to the workers; zero means the worker's default.
+	AckWait time.Duration
 }
 
 // New migrates a fresh database and starts a JetStream server.
@@ -143,7 +145,7 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(nc, st, &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, Logger: logger})
+	w, err := worker.New(nc, st, &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, AckWait: b.AckWait, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
