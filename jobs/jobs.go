@@ -91,6 +91,12 @@ type Config struct {
 	// InsertOnly builds a client that inserts jobs but works none (for
 	// processes that only ingest). Defaults to false.
 	InsertOnly bool
+	// SweepInterval is how often the River leader sweeps for extractions
+	// that were requested but never started (see store.Sweep). Defaults to
+	// 5s.
+	SweepInterval time.Duration
+	// SweepAfter is how old such a request must be. Defaults to 10s.
+	SweepAfter time.Duration
 	Metrics    *metrics.Metrics
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -108,6 +114,8 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 	c.Workers = cmp.Or(c.Workers, 16)
 	c.JobTimeout = cmp.Or(c.JobTimeout, 30*time.Second)
 	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, 45*time.Second)
+	c.SweepInterval = cmp.Or(c.SweepInterval, 5*time.Second)
+	c.SweepAfter = cmp.Or(c.SweepAfter, 10*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -123,6 +131,12 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		if err := river.AddWorkerSafely(workers, &ExtractWorker{store: st, metrics: c.Metrics, logger: c.Logger}); err != nil {
 			return nil, fmt.Errorf("jobs: %w", err)
 		}
+		if err := river.AddWorkerSafely(workers, &SweepWorker{store: st, after: c.SweepAfter, logger: c.Logger}); err != nil {
+			return nil, fmt.Errorf("jobs: %w", err)
+		}
+		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(c.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true})}
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: c.Workers}}
 		rc.FetchCooldown = 20 * time.Millisecond
@@ -139,6 +153,39 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		return nil, fmt.Errorf("jobs: River client: %w", err)
 	}
 	return client, nil
+}
+
+// SweepArgs is the periodic job that heals conversations whose extraction
+// job died with a worker.
+type SweepArgs struct{}
+
+// Kind implements river.JobArgs.
+func (SweepArgs) Kind() string { return "recall_sweep" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: one attempt, since the
+// next period runs it again.
+func (SweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+}
+
+// SweepWorker runs the sweep.
+type SweepWorker struct {
+	river.WorkerDefaults[SweepArgs]
+	store  *store.Store
+	after  time.Duration
+	logger *slog.Logger
+}
+
+// Work enqueues fresh extractions for stale requests.
+func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
+	n, err := w.store.Sweep(ctx, w.after, 1000)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.logger.InfoContext(ctx, "re-enqueued extractions that never started", slog.Int("conversations", n))
+	}
+	return nil
 }
 
 // Enqueuer returns the store.Enqueuer that inserts extraction jobs with

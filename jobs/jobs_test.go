@@ -1,0 +1,132 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/store"
+)
+
+func setup(t *testing.T) (*pgxpool.Pool, *store.Store, *river.Client[pgx.Tx]) {
+	t.Helper()
+	dbURL := pgtest.NewDatabase(t)
+	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var rc *river.Client[pgx.Tx]
+	st, err := store.New(pool, &store.Config{Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
+		return jobs.Enqueuer(rc)(ctx, tx, u, c)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err = jobs.NewClient(pool, st, &jobs.Config{Workers: 2, SweepInterval: 100 * time.Millisecond, SweepAfter: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, st, rc
+}
+
+func event(t *testing.T, msgs ...string) *evidence.Event {
+	t.Helper()
+	var raw []json.RawMessage
+	for i, text := range msgs {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		b, _ := json.Marshal(map[string]string{"role": role, "content": text})
+		raw = append(raw, b)
+	}
+	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": "e", "user_id": "u", "conversation_id": "c", "messages": raw})
+	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// TestExtractJob: ingest enqueues the job in its transaction; working it
+// writes the state and completes the job together.
+func TestExtractJob(t *testing.T) {
+	t.Parallel()
+	pool, st, rc := setup(t)
+	if _, err := st.Ingest(t.Context(), event(t, "We must ship by Friday.", "ok", "next"), store.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	job := rivertest.RequireInserted(t.Context(), t, riverpgxv5.New(pool), jobs.ExtractArgs{UserID: "u", ConversationID: "c"}, &rivertest.RequireInsertedOpts{Queue: jobs.Queue})
+	if err := rc.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rc.Stop(context.Background()) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		row, err := rc.JobGet(t.Context(), job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.State == rivertype.JobStateCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job state %s after 10s", row.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rec, err := st.Evidence(t.Context(), "u", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Cursor != 2 || rec.Version != 1 {
+		t.Errorf("state cursor %d version %d, want 2 and 1", rec.Cursor, rec.Version)
+	}
+}
+
+// TestSweepJob: a request whose job vanished (as with a killed worker) is
+// healed by the periodic sweep.
+func TestSweepJob(t *testing.T) {
+	t.Parallel()
+	pool, st, rc := setup(t)
+	if _, err := st.Ingest(t.Context(), event(t, "We must ship by Friday.", "ok", "next"), store.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	// Lose the job.
+	if _, err := pool.Exec(t.Context(), `DELETE FROM river_job WHERE kind = 'recall_extract'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rc.Stop(context.Background()) })
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		rec, err := st.Evidence(t.Context(), "u", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Cursor == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cursor %d 15s after the job was lost, want 2", rec.Cursor)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
