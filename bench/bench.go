@@ -166,9 +166,7 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 			return nil
 		}
 		e.progress("== %s", name)
-		if e.tracer != nil {
-			e.tracer.setScenario(name)
-		}
+		e.traceAs(name)
 		if err := fn(ctx, res); err != nil {
 			return fmt.Errorf("bench: %s: %w", name, err)
 		}
@@ -222,6 +220,13 @@ type env struct {
 	warmKeys [][2]string
 	// pipelineRate is the median pipeline throughput, for the lag scenario.
 	pipelineRate float64
+}
+
+// traceAs labels the SQL statements that follow, with Config.SQLStats.
+func (e *env) traceAs(label string) {
+	if e.tracer != nil {
+		e.tracer.setScenario(label)
+	}
 }
 
 func (e *env) progress(format string, args ...any) {

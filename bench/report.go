@@ -151,6 +151,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.LagSamples > 0 {
 		fmt.Fprintf(tw, "2 lag publish→API at %.0f events/s (½ max)\tp50 %.1f  p99 %.1f  p999 %.1f ms\t\t\tp99 < %d ms %s\t\n",
 			r.LagRateEventsPerS, r.LagP50Ms, r.LagP99Ms, r.LagP999Ms, TargetLagP99Ms, verdict(r.LagP99Ms < TargetLagP99Ms))
+		fmt.Fprintf(tw, "  where it goes (means; p99 ≈ from histograms)\thandling %.1f (%.0f), job wait p50 %.1f (p99 %.0f), extraction %.1f (%.0f) ms\t\t\t\t\n",
+			r.LagIngestMeanMs, r.LagIngestP99Ms, r.LagJobWaitP50Ms, r.LagJobWaitP99Ms, r.LagExtractionMeanMs, r.LagExtractionP99Ms)
+		if r.PipelineExtractionsPerEvent > 0 {
+			fmt.Fprintf(tw, "  extractions per event\t%.2f paced, %.2f at scenario 1's maximum\t\t\t\t\n", r.LagExtractionsPerEvent, r.PipelineExtractionsPerEvent)
+		}
 		if r.LagBurstSamples > 0 {
 			fmt.Fprintf(tw, "  lag of events 4 at once, then a pause\tp50 %.1f  p99 %.1f  max %.1f ms\t\t\t\t\n",
 				r.LagBurstP50Ms, r.LagBurstP99Ms, r.LagBurstMaxMs)
@@ -203,6 +208,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	var notes []string
 	if r.LagTimeouts > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d lag samples took over 15s", r.LagTimeouts, r.LagSamples))
+	}
+	if r.PipelineEvents > 0 {
+		notes = append(notes, fmt.Sprintf("River's no-op baseline is capped near %d jobs/s: one fetch of at most %d jobs (the concurrency) per %v FetchCooldown",
+			int(float64(r.Concurrency)/riverFetchCooldown.Seconds()), r.Concurrency, riverFetchCooldown),
+			"after scenario 1 the baseline's jobs are deleted and the database vacuumed")
 	}
 	if r.MemoryMethod != "" {
 		notes = append(notes, "memory: "+r.MemoryMethod+"; the snapshot goes through an in-process NATS server with max_payload raised")
