@@ -176,7 +176,7 @@ func TestPublishSnapshot(t *testing.T) {
 		if ack.Offset != 0 || ack.Sent != len(hist) || ack.End() != len(hist) {
 			t.Errorf("ack %d: offset %d, sent %d", i, ack.Offset, ack.Sent)
 		}
-		if d, _ := evidence.Chain(ev.event.PrefixDigest, ev.event.Messages); d != prefixDigest(t, hist, len(hist)) {
+		if d, _ := chainDigests(ev.event.PrefixDigest, ev.event.Digests), error(nil); d != prefixDigest(t, hist, len(hist)) {
 			t.Errorf("event %d: its messages do not digest like the history", i)
 		}
 	}
@@ -186,18 +186,18 @@ func TestPublishSnapshot(t *testing.T) {
 // contract describes: an append extends the history when its prefix digest
 // matches.
 type replica struct {
-	msgs []evidence.Message
+	digests []evidence.Digest
 }
 
 func (r *replica) apply(t *testing.T, ev *evidence.Event) {
 	t.Helper()
-	if ev.Offset > len(r.msgs) {
-		t.Fatalf("gap: event at offset %d, replica holds %d messages", ev.Offset, len(r.msgs))
+	if ev.Offset > len(r.digests) {
+		t.Fatalf("gap: event at offset %d, replica holds %d messages", ev.Offset, len(r.digests))
 	}
-	if d, _ := evidence.PrefixDigest(r.msgs, ev.Offset); d != ev.PrefixDigest {
+	if d := chainDigests(evidence.ChainStart(), r.digests[:ev.Offset]); d != ev.PrefixDigest {
 		t.Fatalf("prefix_mismatch at offset %d", ev.Offset)
 	}
-	r.msgs = append(r.msgs[:ev.Offset:ev.Offset], ev.Messages...)
+	r.digests = append(r.digests[:ev.Offset:ev.Offset], ev.Digests...)
 }
 
 func TestPublishAppend(t *testing.T) {
@@ -259,20 +259,21 @@ func TestPublishAppend(t *testing.T) {
 		}
 		r.apply(t, ev)
 		// What recall holds after the event is the caller's history.
-		if gotD, wantD := mustPrefix(t, r.msgs), prefixDigest(t, st.history, len(st.history)); gotD != wantD || len(r.msgs) != len(st.history) {
-			t.Errorf("event %d (%s): replica holds %d messages that differ from the history", i, st.name, len(r.msgs))
+		if gotD, wantD := chainDigests(evidence.ChainStart(), r.digests), prefixDigest(t, st.history, len(st.history)); gotD != wantD || len(r.digests) != len(st.history) {
+			t.Errorf("event %d (%s): replica holds %d messages that differ from the history", i, st.name, len(r.digests))
 		}
 	}
 }
 
-func mustPrefix(t *testing.T, msgs []evidence.Message) evidence.Digest {
-	t.Helper()
-	d, err := evidence.PrefixDigest(msgs, len(msgs))
-	if err != nil {
-		t.Fatal(err)
+// chainDigests extends c over message digests, as recall does with the
+// digests ParseEvent computed.
+func chainDigests(c evidence.Digest, digests []evidence.Digest) evidence.Digest {
+	for _, d := range digests {
+		c = c.Next(d)
 	}
-	return d
+	return c
 }
+
 
 func jsonField(t *testing.T, data []byte, field string) string {
 	t.Helper()
@@ -474,7 +475,7 @@ func TestPublishMessages(t *testing.T) {
 		t.Fatalf("%d events", len(got))
 	}
 	ev := got[0].event
-	if d := mustPrefix(t, ev.Messages); d != prefixDigest(t, equivalent, len(equivalent)) {
+	if d := chainDigests(evidence.ChainStart(), ev.Digests); d != prefixDigest(t, equivalent, len(equivalent)) {
 		t.Error("the flat messages do not digest like their JSON equivalent")
 	}
 	if diff := cmp.Diff("We must ship by Friday. <b>&</b>", ev.Messages[0].Text); diff != "" {
@@ -577,7 +578,7 @@ func TestPublishConcurrent(t *testing.T) {
 	want := prefixDigest(t, h, len(h))
 	for c := range conversations {
 		r := replicas["c"+strconv.Itoa(c)]
-		if r == nil || len(r.msgs) != len(h) || mustPrefix(t, r.msgs) != want {
+		if r == nil || len(r.digests) != len(h) || chainDigests(evidence.ChainStart(), r.digests) != want {
 			t.Errorf("conversation %d does not end as its history", c)
 		}
 	}
