@@ -274,7 +274,6 @@ func chainDigests(c evidence.Digest, digests []evidence.Digest) evidence.Digest 
 	return c
 }
 
-
 func jsonField(t *testing.T, data []byte, field string) string {
 	t.Helper()
 	var obj map[string]json.RawMessage
