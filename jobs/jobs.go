@@ -97,7 +97,11 @@ type Config struct {
 	SweepInterval time.Duration
 	// SweepAfter is how old such a request must be. Defaults to 10s.
 	SweepAfter time.Duration
-	Metrics    *metrics.Metrics
+	// CompletedJobRetention is how long River keeps completed jobs; they
+	// carry nothing but a conversation key, and a large job table slows
+	// every completion. Defaults to 5m.
+	CompletedJobRetention time.Duration
+	Metrics               *metrics.Metrics
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -116,13 +120,15 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, 45*time.Second)
 	c.SweepInterval = cmp.Or(c.SweepInterval, 5*time.Second)
 	c.SweepAfter = cmp.Or(c.SweepAfter, 10*time.Second)
+	c.CompletedJobRetention = cmp.Or(c.CompletedJobRetention, 5*time.Minute)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	rc := &river.Config{
-		Logger:               c.Logger,
-		JobTimeout:           c.JobTimeout,
-		RescueStuckJobsAfter: c.RescueStuckJobsAfter,
+		Logger:                      c.Logger,
+		JobTimeout:                  c.JobTimeout,
+		RescueStuckJobsAfter:        c.RescueStuckJobsAfter,
+		CompletedJobRetentionPeriod: c.CompletedJobRetention,
 		// Extraction is idempotent, so retries may come soon.
 		RetryPolicy: &retryPolicy{},
 	}
