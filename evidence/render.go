@@ -79,6 +79,12 @@ func appendEnvelope(b []byte, omitted int, bs *Buckets) []byte {
 	b = append(b, envelopeHead...)
 	b = strconv.AppendInt(b, int64(omitted), 10)
 	b = append(b, envelopeBuckets...)
+	b = appendBucketMembers(b, bs)
+	return append(b, envelopeTail...)
+}
+
+// appendBucketMembers writes "constraints":[…],…,"recent_context":[…].
+func appendBucketMembers(b []byte, bs *Buckets) []byte {
 	for i := range numBuckets {
 		if i > 0 {
 			b = append(b, ',')
@@ -94,7 +100,7 @@ func appendEnvelope(b []byte, omitted int, bs *Buckets) []byte {
 		}
 		b = append(b, ']')
 	}
-	return append(b, envelopeTail...)
+	return b
 }
 
 // renderedLen returns len(appendEnvelope(nil, omitted, bs)) without
@@ -293,21 +299,7 @@ func AppendBody(b []byte, s *State, maxTokens int) []byte {
 	b = append(b, `,"estimated_tokens":`...)
 	b = strconv.AppendInt(b, int64(tokens), 10)
 	b = append(b, `,"buckets":{`...)
-	for i := range numBuckets {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, bucketNames[i]...)
-		b = append(b, `":[`...)
-		for j, e := range *s.Buckets.Get(i) {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendEntry(b, &e)
-		}
-		b = append(b, ']')
-	}
+	b = appendBucketMembers(b, &s.Buckets)
 	b = append(b, `},"message":`...)
 	if m == nil {
 		return append(b, "null"...)
