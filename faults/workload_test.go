@@ -498,7 +498,7 @@ func rejectionCount(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 
 // jobStates counts River's jobs by state.
 func jobStates(ctx context.Context, pool *pgxpool.Pool) (map[string]int, error) {
-	rows, err := pool.Query(ctx, `SELECT state::text, count(*) FROM river_job GROUP BY 1`)
+	rows, err := pool.Query(ctx, `SELECT state::text, count(*) FROM river_job WHERE kind = 'recall_extract' GROUP BY 1`)
 	if err != nil {
 		return nil, err
 	}

@@ -186,6 +186,10 @@ type SweepWorker struct {
 func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
 	n, err := w.store.Sweep(ctx, w.after, 1000)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Shutdown: the next period sweeps again.
+			return nil
+		}
 		return err
 	}
 	if n > 0 {
