@@ -84,7 +84,10 @@ type Event struct {
 	// PrefixDigest is the chain digest of the history's [0, Offset); for a
 	// snapshot it is ChainStart().
 	PrefixDigest Digest
-	Messages     []Message
+	// Messages hold what the fold needs (role, id, type, text, whether the
+	// message has tool calls); their Content, Artifact and ToolCalls are
+	// released once digested: Digests holds what they were.
+	Messages []Message
 	// Digests holds the message digest of each of Messages.
 	Digests []Digest
 }
@@ -203,18 +206,23 @@ func ParseEvent(data []byte, limits Limits) (*Event, error) {
 	if len(w.Messages) > limits.MaxMessages {
 		return nil, reject(ReasonTooLarge, "event has %d messages, more than the limit of %d", len(w.Messages), limits.MaxMessages)
 	}
-	msgs, derr := decodeRawMessages(w.Messages)
-	if derr != nil {
-		return nil, reject(ReasonInvalid, "%s", derr.Error())
-	}
-	ev.Messages = msgs
-	ev.Digests = make([]Digest, len(msgs))
-	for i := range msgs {
-		d, err := msgs[i].Digest()
+	// Decode and digest one message at a time, releasing what the fold
+	// does not need as soon as it is digested, so that a large event is
+	// not held several times over.
+	ev.Messages = make([]Message, len(w.Messages))
+	ev.Digests = make([]Digest, len(w.Messages))
+	for i, raw := range w.Messages {
+		m, err := decodeMessage(raw, i)
+		if err != nil {
+			return nil, reject(ReasonInvalid, "%s", err.Error())
+		}
+		d, err := m.Digest()
 		if err != nil {
 			return nil, reject(ReasonInvalid, "%s", digestError(ev.Offset+i, err).Error())
 		}
-		ev.Digests[i] = d
+		m.Content, m.Artifact, m.ToolCalls = nil, nil, nil
+		ev.Messages[i], ev.Digests[i] = m, d
+		w.Messages[i] = nil
 	}
 	return ev, nil
 }

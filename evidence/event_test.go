@@ -162,9 +162,22 @@ func TestParseEvent(t *testing.T) {
 				if len(ev.Digests) != len(ev.Messages) {
 					t.Errorf("%d digests for %d messages", len(ev.Digests), len(ev.Messages))
 				}
-				for i := range ev.Messages {
-					if d, _ := ev.Messages[i].Digest(); d != ev.Digests[i] {
+				var wire struct{ Messages json.RawMessage }
+				if err := json.Unmarshal([]byte(tt.in), &wire); err != nil {
+					t.Fatal(err)
+				}
+				var decoded []Message
+				if len(ev.Messages) > 0 {
+					if decoded, err = DecodeMessages(wire.Messages); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range decoded {
+					if d, _ := decoded[i].Digest(); d != ev.Digests[i] {
 						t.Errorf("Digests[%d] differs from the message's digest", i)
+					}
+					if ev.Messages[i].Content != nil || ev.Messages[i].Artifact != nil || ev.Messages[i].ToolCalls != nil {
+						t.Errorf("Messages[%d] keeps its content after digesting", i)
 					}
 				}
 				return
@@ -200,12 +213,12 @@ func TestParseEventFields(t *testing.T) {
 		{
 			name: "snapshot",
 			in:   eventJSON(nil),
-			want: Event{Schema: Schema, Kind: KindSnapshot, EventID: "0f8c", UserID: "u-42", ConversationID: "c-7", PrefixDigest: ChainStart(), Messages: baseEventMessages},
+			want: Event{Schema: Schema, Kind: KindSnapshot, EventID: "0f8c", UserID: "u-42", ConversationID: "c-7", PrefixDigest: ChainStart(), Messages: released(baseEventMessages)},
 		},
 		{
 			name: "append",
 			in:   eventJSON(map[string]any{"event_id": "e2", "offset": 3, "prefix_digest": prefix3.String(), "messages": []any{map[string]any{"id": "m3", "role": "assistant", "content": "Agreed: we'll use Postgres."}, map[string]any{"id": "m4", "role": "user", "content": "Next, draft the schema."}}}),
-			want: Event{Schema: Schema, Kind: KindSnapshot, EventID: "e2", UserID: "u-42", ConversationID: "c-7", Offset: 3, PrefixDigest: prefix3, Messages: baseEventMessages[3:]},
+			want: Event{Schema: Schema, Kind: KindSnapshot, EventID: "e2", UserID: "u-42", ConversationID: "c-7", Offset: 3, PrefixDigest: prefix3, Messages: released(baseEventMessages[3:])},
 		},
 		{
 			name: "delete",
@@ -328,4 +341,15 @@ func TestProbeKey(t *testing.T) {
 			t.Errorf("%s: ProbeKey = %q, %q, %q; want %q, %q, %q", tt.name, u, c, e, tt.wantUser, tt.wantConv, tt.wantEvent)
 		}
 	}
+}
+
+// released returns msgs as ParseEvent leaves them: content, artifact and
+// tool calls released once digested.
+func released(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		m.Content, m.Artifact, m.ToolCalls = nil, nil, nil
+		out[i] = m
+	}
+	return out
 }
