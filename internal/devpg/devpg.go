@@ -89,7 +89,10 @@ type Cluster struct {
 	Dir  string
 	Bin  string
 	Port int
-	cred *syscall.Credential
+	// Settings are extra server settings, "name=value" each (for example
+	// "max_connections=400"), given to the server at Start.
+	Settings []string
+	cred     *syscall.Credential
 }
 
 // New returns a cluster in dir, to be run with the binaries in bin.
@@ -181,12 +184,27 @@ func (c *Cluster) Start(ctx context.Context) error {
 		c.Port = p
 	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200", c.Port, c.Dir)
+	for _, s := range c.Settings {
+		opts += " -c " + s // later settings win
+	}
 	return c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-o", opts, "-l", filepath.Join(c.Dir, "postgres.log"), "-w", "-t", "60", "start")
 }
 
 // Stop stops the server (fast shutdown: sessions are disconnected).
-func (c *Cluster) Stop(ctx context.Context) error {
-	return c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-m", "fast", "-w", "-t", "60", "stop")
+func (c *Cluster) Stop(ctx context.Context) error { return c.StopMode(ctx, "fast") }
+
+// StopMode stops the server in a pg_ctl shutdown mode: "smart", "fast", or
+// "immediate" (like a crash: no checkpoint, recovery at the next start).
+func (c *Cluster) StopMode(ctx context.Context, mode string) error {
+	return c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-m", mode, "-w", "-t", "60", "stop")
+}
+
+// Remove stops the server if it runs and deletes the cluster's folder.
+func (c *Cluster) Remove(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(c.dataDir(), "postmaster.pid")); err == nil {
+		_ = c.StopMode(ctx, "immediate")
+	}
+	return os.RemoveAll(c.Dir)
 }
 
 // Running reports whether the server is running.
