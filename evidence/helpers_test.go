@@ -100,9 +100,9 @@ type corpusFile struct {
 	Messages []json.RawMessage `json:"messages"`
 }
 
-// corpusDir holds the shared sample conversations; tests that need them are
-// skipped when it is absent.
-const corpusDir = "/work/shared/corpus"
+// corpusDir holds the sample conversations the repository ships (the ones
+// `recall publish --example` sends).
+const corpusDir = "../examples/conversations"
 
 func loadCorpus(tb testing.TB) []corpusFile {
 	tb.Helper()
@@ -119,6 +119,9 @@ func loadCorpus(tb testing.TB) []corpusFile {
 		}
 		f.Name = strings.TrimSuffix(filepath.Base(p), ".json")
 		files = append(files, f)
+	}
+	if len(files) == 0 {
+		tb.Fatalf("no sample conversations in %s", corpusDir)
 	}
 	return files
 }

@@ -20,30 +20,31 @@ type corpusConversation struct {
 	Messages       []json.RawMessage `json:"messages"`
 }
 
-// loadCorpus reads ../shared/corpus, or the copy of it next to the checkout
-// that CI lays out.
+// loadCorpus reads the sample conversations the repository ships
+// (examples/conversations, the ones `recall publish --example` sends), so
+// that the test needs nothing outside the checkout.
 func loadCorpus(t *testing.T) []corpusConversation {
 	t.Helper()
-	var convs []corpusConversation
-	for _, dir := range []string{"../../shared/corpus", "../shared/corpus"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c corpusConversation
-			if err := json.Unmarshal(b, &c); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			convs = append(convs, c)
-		}
-		if len(convs) > 0 {
-			return convs
-		}
+	files, err := filepath.Glob(filepath.Join("..", "examples", "conversations", "*.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no corpus found in ../shared/corpus")
-	return nil
+	var convs []corpusConversation
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c corpusConversation
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		convs = append(convs, c)
+	}
+	if len(convs) < 2 {
+		t.Fatalf("found %d sample conversations in examples/conversations, want 2", len(convs))
+	}
+	return convs
 }
 
 // turns returns the prefixes of msgs that end in a user message.
