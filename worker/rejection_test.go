@@ -228,6 +228,8 @@ func TestMachineNATS(t *testing.T) {
 		t.Errorf("consumer after a terminated event: ack pending %d, pending %d, %d deliveries of %d events",
 			info.NumAckPending, info.NumPending, info.Delivered.Consumer, info.Delivered.Stream)
 	}
+	// The accepted and the terminated event both left the stream.
+	waitStreamEmpty(t, b, 10*time.Second)
 }
 
 // TestSlowEventNotRedelivered: an event whose handling outlasts AckWait is

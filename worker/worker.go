@@ -54,7 +54,9 @@ type Config struct {
 	// Duplicates is the stream's window for Nats-Msg-Id deduplication.
 	// Defaults to 2m.
 	Duplicates time.Duration
-	// MaxAge bounds how long the stream keeps events. Defaults to 7 days.
+	// MaxAge bounds how long the stream keeps events that no worker has
+	// consumed yet (acknowledged events leave the stream at once: it is a
+	// work queue). Defaults to 7 days.
 	MaxAge time.Duration
 	// Replicas is the stream's replica count (use 3 on a cluster). Defaults
 	// to 1.
@@ -79,6 +81,12 @@ type Worker struct {
 	logger *slog.Logger
 
 	termReason bool // the server understands a reason on Term (2.10.4+)
+
+	// stream is the stream consumed; deleteHandled is set when it keeps
+	// acknowledged events (limits retention, created by an older recall):
+	// the worker then deletes each event from it once handled.
+	stream        jetstream.Stream
+	deleteHandled bool
 
 	mu       sync.Mutex
 	cc       jetstream.ConsumeContext
@@ -122,14 +130,19 @@ func New(nc *nats.Conn, ing Ingester, cfg *Config) (*Worker, error) {
 		termReason: serverAtLeast(nc.ConnectedServerVersion(), 2, 10, 4)}, nil
 }
 
-// EnsureStream creates the stream, or updates it to recall's settings. A
-// stream that exists with settings that cannot be changed is used as it is.
+// EnsureStream creates the stream, or updates it to recall's settings. The
+// stream is a work queue: an event leaves it once a worker acknowledges (or
+// terminates) it, so no copy of a conversation's text stays in NATS after
+// it is handled. A stream that exists with settings that cannot be changed
+// is used as it is; when it keeps acknowledged events (limits or interest
+// retention, as an older recall created it), the worker warns and deletes
+// each event from it itself once the event is handled.
 func (w *Worker) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 	sc := jetstream.StreamConfig{
 		Name:       w.cfg.Stream,
 		Subjects:   []string{w.cfg.Subject},
 		Storage:    jetstream.FileStorage,
-		Retention:  jetstream.LimitsPolicy,
+		Retention:  jetstream.WorkQueuePolicy,
 		Discard:    jetstream.DiscardOld,
 		MaxAge:     w.cfg.MaxAge,
 		Duplicates: w.cfg.Duplicates,
@@ -142,6 +155,13 @@ func (w *Worker) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 	existing, gerr := w.js.Stream(ctx, w.cfg.Stream)
 	if gerr != nil {
 		return nil, fmt.Errorf("worker: create stream %s: %w", w.cfg.Stream, err)
+	}
+	if ret := existing.CachedInfo().Config.Retention; ret != jetstream.WorkQueuePolicy {
+		w.deleteHandled = true
+		w.logger.WarnContext(ctx, "the stream keeps acknowledged events (limits retention, created by an older recall) and NATS cannot change "+
+			"a stream's retention in place: recall deletes each event from it once handled; to switch to work-queue retention, stop the "+
+			"publishers, let the workers drain the stream (consumer pending 0), delete the stream (nats stream rm) and restart recall",
+			slog.String("stream", w.cfg.Stream), slog.String("retention", ret.String()))
 	}
 	w.logger.WarnContext(ctx, "using the existing stream as it is; its settings differ from recall's",
 		slog.String("stream", w.cfg.Stream), slog.String("error", err.Error()))
@@ -168,6 +188,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stream = stream
 	w.sem = make(chan struct{}, w.cfg.Concurrency)
 	// Handlers outlive ctx: a drain lets them finish.
 	w.handleCtx, w.cancelHandle = context.WithCancel(context.WithoutCancel(ctx))
@@ -242,6 +263,9 @@ func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
 	attrs := []slog.Attr{slog.Uint64("stream_seq", meta.Sequence.Stream), slog.Uint64("delivered", meta.NumDelivered)}
 	defer w.heartbeat(msg)()
 	outcome, reason := w.handle(ctx, msg, meta, &attrs)
+	if w.deleteHandled && outcome != "retried" && outcome != "gap_retried" {
+		w.deleteFromStream(ctx, meta.Sequence.Stream, &attrs)
+	}
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Events.WithLabelValues(outcome, string(reason)).Inc()
 		w.cfg.Metrics.IngestSeconds.Observe(time.Since(start).Seconds())
@@ -337,6 +361,23 @@ func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 	}
 	w.term(msg, r.Reason)
 	return "rejected", r.Reason
+}
+
+// deleteFromStream removes a handled event from a stream that would keep
+// it. It runs after the acknowledgement: a failure leaves the event to the
+// stream's MaxAge and is logged.
+func (w *Worker) deleteFromStream(ctx context.Context, seq uint64, attrs *[]slog.Attr) {
+	w.mu.Lock()
+	s := w.stream
+	w.mu.Unlock()
+	if s == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.DeleteMsg(dctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		*attrs = append(*attrs, slog.String("stream_delete_error", err.Error()))
+	}
 }
 
 func (w *Worker) term(msg jetstream.Msg, reason evidence.Reason) {

@@ -8,7 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +54,18 @@ type Bundle struct {
 	GapTimeout time.Duration
 	// AckWait is given to the workers; zero means the worker's default.
 	AckWait time.Duration
+	// CaptureLogs makes the workers' logs (warnings and above) readable
+	// with Logs as well as going to the test log.
+	CaptureLogs bool
+	logMu       sync.Mutex
+	logs        strings.Builder
+}
+
+// Logs returns what the workers logged since CaptureLogs was set.
+func (b *Bundle) Logs() string {
+	b.logMu.Lock()
+	defer b.logMu.Unlock()
+	return b.logs.String()
 }
 
 // New migrates a fresh database and starts a JetStream server.
@@ -126,7 +141,11 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var out io.Writer = testWriter{t}
+	if b.CaptureLogs {
+		out = io.MultiWriter(out, lockedWriter{&b.logMu, &b.logs})
+	}
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var rc *river.Client[pgx.Tx]
 	st, err := store.New(pool, &store.Config{Logger: logger, Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, u, c)
@@ -169,6 +188,17 @@ func (w *Worker) Stop() {
 	_ = w.River.Stop(ctx)
 	w.NC.Close()
 	w.pool.Close()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
 
 type testWriter struct{ t testing.TB }
