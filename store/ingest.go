@@ -63,9 +63,12 @@ type Result struct {
 
 // Meta describes where an event came from.
 type Meta struct {
-	Stream      string
-	StreamSeq   uint64
-	PublishedAt time.Time
+	Stream    string
+	StreamSeq uint64
+	// StreamCreated is the stream's creation time (see
+	// Rejection.StreamCreated).
+	StreamCreated time.Time
+	PublishedAt   time.Time
 	// Payload is the event as received, kept with a rejection for replay.
 	Payload []byte
 }
@@ -98,7 +101,8 @@ func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta 
 	}
 	reject := func(reason evidence.Reason, detail string) (Result, error) {
 		err := insertRejection(ctx, tx, Rejection{Reason: reason, Detail: detail, EventID: ev.EventID,
-			UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamSeq: meta.StreamSeq, Payload: meta.Payload})
+			UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamCreated: meta.StreamCreated,
+			StreamSeq: meta.StreamSeq, Payload: meta.Payload})
 		return Result{Outcome: Rejected, Reason: reason, Detail: detail}, err
 	}
 	if ev.Kind == evidence.KindDelete {
@@ -108,7 +112,7 @@ func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta 
 		return Result{Outcome: Deleted}, deleteLocked(ctx, tx, ev.UserID, ev.ConversationID)
 	}
 	if row.deleted {
-		return reject(evidence.ReasonDeleted, "the conversation was deleted")
+		return reject(evidence.ReasonDeleted, deletedDetail)
 	}
 
 	cursor, held := row.cursor, row.count

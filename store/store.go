@@ -12,6 +12,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,6 +161,9 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, conversationID s
 }
 
 func deleteLocked(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
+	if err := lockDeletion(ctx, tx, userID, conversationID); err != nil {
+		return err
+	}
 	start := evidence.ChainStart()
 	b := &pgx.Batch{}
 	b.Queue(`
@@ -168,7 +172,8 @@ SET deleted_at = coalesce(deleted_at, now()), version = 0, "cursor" = 0, message
     prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL
 WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID, start[:])
 	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
-	b.Queue(`UPDATE recall_rejection SET payload = NULL WHERE user_id = $1 AND conversation_id = $2 AND payload IS NOT NULL`, userID, conversationID)
+	b.Queue(`UPDATE recall_rejection SET payload = NULL, payload_sha256 = NULL
+WHERE user_id = $1 AND conversation_id = $2 AND (payload IS NOT NULL OR payload_sha256 IS NOT NULL)`, userID, conversationID)
 	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, 0))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
@@ -187,14 +192,55 @@ type Rejection struct {
 	// redelivered event is recorded once.
 	Stream    string
 	StreamSeq uint64
-	// Payload is the event as received, kept for replay.
+	// StreamCreated is the stream's creation time: a stream recreated with
+	// the database kept numbers its messages from 1 again, and its
+	// rejections must not collide with the old stream's.
+	StreamCreated time.Time
+	// Payload is the event as received, kept for replay: at most its first
+	// MaxRejectionPayload bytes, with the SHA-256 and size of the whole.
 	Payload []byte
 }
 
+// MaxRejectionPayload bounds the payload bytes a rejection keeps (64 KiB).
+const MaxRejectionPayload = 64 << 10
+
 // Reject records a rejected event. Recording the same stream message twice
-// keeps one row.
+// keeps one row. When the event names a conversation that is deleted, it
+// is recorded as deleted, without its payload, whatever made it fail: the
+// check runs under the key's deletion lock, so a DELETE that commits at the
+// same moment cannot leave a payload behind.
 func (s *Store) Reject(ctx context.Context, r Rejection) error {
-	return insertRejection(ctx, s.pool, r)
+	if r.UserID == "" || r.ConversationID == "" || r.Reason == evidence.ReasonDeleted {
+		return insertRejection(ctx, s.pool, r)
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockDeletion(ctx, tx, r.UserID, r.ConversationID); err != nil {
+			return err
+		}
+		var deleted bool
+		err := tx.QueryRow(ctx, `SELECT deleted_at IS NOT NULL FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2`,
+			r.UserID, r.ConversationID).Scan(&deleted)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("record rejection: %w", err)
+		}
+		if deleted {
+			r.Reason, r.Detail = evidence.ReasonDeleted, deletedDetail
+		}
+		return insertRejection(ctx, tx, r)
+	})
+}
+
+// deletedDetail is the detail of a rejection as deleted.
+const deletedDetail = "the conversation was deleted"
+
+// lockDeletion takes the key's deletion lock until tx ends: deleting a
+// conversation and recording a rejection of an event that names it (which
+// may not have a conversation row to lock) serialise on it.
+func lockDeletion(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, userID, conversationID); err != nil {
+		return fmt.Errorf("lock the key for deletion: %w", err)
+	}
+	return nil
 }
 
 // execer is what pgxpool.Pool and pgx.Tx share.
@@ -203,16 +249,26 @@ type execer interface {
 }
 
 func insertRejection(ctx context.Context, db execer, r Rejection) error {
+	var sum []byte
+	var size *int64
 	if r.Reason == evidence.ReasonDeleted {
-		// The conversation was deleted: keep no copy of its messages.
+		// The conversation was deleted: keep no copy of its messages, nor a
+		// digest that would confirm a guess of them.
 		r.Payload = nil
 	}
+	if r.Payload != nil {
+		d := sha256.Sum256(r.Payload)
+		n := int64(len(r.Payload))
+		sum, size = d[:], &n
+		r.Payload = r.Payload[:min(len(r.Payload), MaxRejectionPayload)]
+	}
 	_, err := db.Exec(ctx, `
-INSERT INTO recall_rejection (reason, detail, event_id, user_id, conversation_id, stream, stream_seq, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (stream, stream_seq) WHERE stream_seq > 0 DO NOTHING`,
+INSERT INTO recall_rejection (reason, detail, event_id, user_id, conversation_id, stream, stream_created, stream_seq,
+    payload, payload_sha256, payload_bytes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (stream, stream_created, stream_seq) WHERE stream_seq > 0 DO NOTHING`,
 		string(r.Reason), clean(r.Detail, 1024), clean(r.EventID, 1024), clean(r.UserID, 1024),
-		clean(r.ConversationID, 1024), r.Stream, int64(r.StreamSeq), r.Payload)
+		clean(r.ConversationID, 1024), r.Stream, nullTime(r.StreamCreated), int64(r.StreamSeq), r.Payload, sum, size)
 	if err != nil {
 		return fmt.Errorf("record rejection: %w", err)
 	}

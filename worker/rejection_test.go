@@ -188,8 +188,11 @@ func TestDeleteEvent(t *testing.T) {
 		t.Errorf("%d messages still held", held)
 	}
 	b.Publish("late", pt.Event("late", "u", "c", history))
-	if got := b.WaitRejections(1, 10*time.Second); len(got) != 1 || got[0] != "deleted" {
-		t.Errorf("rejections %v, want [deleted]", got)
+	// Late bad events for the deleted key: recorded as deleted too.
+	b.Publish("late-invalid", pt.Event("late-invalid", "u", "c", []json.RawMessage{json.RawMessage(`{"role":"wizard","content":"the deleted text"}`)}))
+	b.Publish("late-schema", []byte(`{"schema":"recall.checkpoint.v9","event_id":"late-schema","user_id":"u","conversation_id":"c","messages":[{"role":"user","content":"the deleted text"}]}`))
+	if got := b.WaitRejections(3, 10*time.Second); fmt.Sprint(got) != "[deleted deleted deleted]" {
+		t.Errorf("rejections %v, want [deleted deleted deleted]", got)
 	}
 	var payloads int
 	pt.Must(t, b.Pool.QueryRow(t.Context(), `SELECT count(payload) FROM recall_rejection`).Scan(&payloads))

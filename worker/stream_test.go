@@ -119,3 +119,30 @@ func TestLegacyLimitsStream(t *testing.T) {
 		t.Errorf("the existing stream's retention was changed to %v", info.Config.Retention)
 	}
 }
+
+// TestRejectionsAfterStreamRecreated: the stream is deleted and recreated
+// with the database kept (its sequence numbers start again): every bad
+// event still gets a row of its own.
+func TestRejectionsAfterStreamRecreated(t *testing.T) {
+	t.Parallel()
+	b := pt.New(t)
+	const n = 100
+	publishBad := func(round int) {
+		for i := range n {
+			id := fmt.Sprintf("bad-%d-%d", round, i)
+			b.Publish(id, []byte(fmt.Sprintf(`{"schema":"recall.checkpoint.v9","event_id":%q}`, id)))
+		}
+	}
+	w := b.StartWorker(4)
+	publishBad(0)
+	if got := b.WaitRejections(n, 15*time.Second); len(got) != n {
+		t.Fatalf("%d rejection rows, want %d", len(got), n)
+	}
+	w.Stop()
+	pt.Must(t, b.JS.DeleteStream(t.Context(), b.Stream))
+	b.StartWorker(4)
+	publishBad(1)
+	if got := b.WaitRejections(2*n, 15*time.Second); len(got) != 2*n {
+		t.Fatalf("%d rejection rows after the stream was recreated, want %d", len(got), 2*n)
+	}
+}

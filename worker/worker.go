@@ -87,6 +87,9 @@ type Worker struct {
 	// the worker then deletes each event from it once handled.
 	stream        jetstream.Stream
 	deleteHandled bool
+	// created is the stream's creation time, which tells its rejections
+	// apart from those of an earlier stream of the same name.
+	created time.Time
 
 	mu       sync.Mutex
 	cc       jetstream.ConsumeContext
@@ -189,6 +192,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stream = stream
+	w.created = stream.CachedInfo().Created
 	w.sem = make(chan struct{}, w.cfg.Concurrency)
 	// Handlers outlive ctx: a drain lets them finish.
 	w.handleCtx, w.cancelHandle = context.WithCancel(context.WithoutCancel(ctx))
@@ -311,7 +315,10 @@ func (w *Worker) heartbeat(msg jetstream.Msg) func() {
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, attrs *[]slog.Attr) (outcome string, reason evidence.Reason) {
 	data := msg.Data()
-	smeta := store.Meta{Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, PublishedAt: meta.Timestamp, Payload: data}
+	w.mu.Lock()
+	created := w.created
+	w.mu.Unlock()
+	smeta := store.Meta{Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, PublishedAt: meta.Timestamp, Payload: data}
 	ev, err := evidence.ParseEvent(data, w.cfg.Limits)
 	if err != nil {
 		var rej *evidence.RejectError
@@ -320,7 +327,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 		}
 		uid, cid, eid := evidence.ProbeKey(data)
 		return w.reject(ctx, msg, meta, store.Rejection{Reason: rej.Reason, Detail: rej.Detail, EventID: eid,
-			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
+			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
 	}
 	*attrs = append(*attrs, slog.String("kind", ev.Kind), slog.Int("offset", ev.Offset), slog.Int("messages", len(ev.Messages)))
 	res, err := w.ing.Ingest(ctx, ev, smeta)
@@ -342,7 +349,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 		return w.reject(ctx, msg, meta, store.Rejection{Reason: evidence.ReasonGap,
 			Detail:  fmt.Sprintf("messages before offset %d never arrived within %s", ev.Offset, w.cfg.GapTimeout),
 			EventID: ev.EventID, UserID: ev.UserID, ConversationID: ev.ConversationID,
-			Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
+			Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
 	}
 	if err := msg.Ack(); err != nil {
 		*attrs = append(*attrs, slog.String("error", err.Error()))
