@@ -101,7 +101,14 @@ type Config struct {
 	// carry nothing but a conversation key, and a large job table slows
 	// every completion. Defaults to 5m.
 	CompletedJobRetention time.Duration
-	Metrics               *metrics.Metrics
+	// RejectionRetention is how long rejection rows, and the tombstones of
+	// deleted conversations, are kept (RECALL_REJECTION_RETENTION).
+	// Defaults to 720h (30 days).
+	RejectionRetention time.Duration
+	// PruneInterval is how often the River leader removes what is older
+	// than RejectionRetention. Defaults to 1h.
+	PruneInterval time.Duration
+	Metrics       *metrics.Metrics
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -121,6 +128,11 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 	c.SweepInterval = cmp.Or(c.SweepInterval, 5*time.Second)
 	c.SweepAfter = cmp.Or(c.SweepAfter, 10*time.Second)
 	c.CompletedJobRetention = cmp.Or(c.CompletedJobRetention, 5*time.Minute)
+	c.RejectionRetention = cmp.Or(c.RejectionRetention, DefaultRejectionRetention)
+	c.PruneInterval = cmp.Or(c.PruneInterval, time.Hour)
+	if c.RejectionRetention < 0 || c.PruneInterval < 0 {
+		return nil, errors.New("jobs: RejectionRetention and PruneInterval must be positive, or 0 for their defaults")
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -140,9 +152,17 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		if err := river.AddWorkerSafely(workers, &SweepWorker{store: st, after: c.SweepAfter, logger: c.Logger}); err != nil {
 			return nil, fmt.Errorf("jobs: %w", err)
 		}
-		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(c.SweepInterval),
-			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
-			&river.PeriodicJobOpts{RunOnStart: true})}
+		if err := river.AddWorkerSafely(workers, &PruneWorker{store: st, retention: c.RejectionRetention, logger: c.Logger}); err != nil {
+			return nil, fmt.Errorf("jobs: %w", err)
+		}
+		rc.PeriodicJobs = []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(c.SweepInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(c.PruneInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+		}
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: c.Workers}}
 		rc.FetchCooldown = 20 * time.Millisecond
@@ -194,6 +214,57 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	}
 	if n > 0 {
 		w.logger.InfoContext(ctx, "re-enqueued extractions that never started", slog.Int("conversations", n))
+	}
+	return nil
+}
+
+// DefaultRejectionRetention is how long rejections and tombstones are kept
+// by default: 30 days, longer than the stream keeps an unconsumed event.
+const DefaultRejectionRetention = 720 * time.Hour
+
+// PruneArgs is the periodic job that removes rejections and tombstones
+// older than the retention.
+type PruneArgs struct{}
+
+// Kind implements river.JobArgs.
+func (PruneArgs) Kind() string { return "recall_prune" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: one attempt, since the
+// next period runs it again.
+func (PruneArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+}
+
+// PruneWorker runs the prune.
+type PruneWorker struct {
+	river.WorkerDefaults[PruneArgs]
+	store     *store.Store
+	retention time.Duration
+	logger    *slog.Logger
+}
+
+// pruneBatch bounds the rows one statement of the prune removes.
+const pruneBatch = 1000
+
+// Work removes old rows in batches until none is left or ctx ends.
+func (w *PruneWorker) Work(ctx context.Context, job *river.Job[PruneArgs]) error {
+	total := 0
+	for {
+		n, err := w.store.Prune(ctx, w.retention, pruneBatch)
+		total += n
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // shutdown or timeout: the next period goes on
+			}
+			return err
+		}
+		if n < pruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		w.logger.InfoContext(ctx, "pruned rejections and tombstones older than the retention",
+			slog.Int("rows", total), slog.Duration("retention", w.retention))
 	}
 	return nil
 }

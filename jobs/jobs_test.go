@@ -130,3 +130,52 @@ func TestSweepJob(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestPruneJob: rejections older than the retention are removed by the
+// periodic prune; newer ones stay.
+func TestPruneJob(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := store.New(pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := st.Reject(t.Context(), store.Rejection{Reason: evidence.ReasonMalformed, Detail: "x", Stream: "S", StreamSeq: uint64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(t.Context(), `UPDATE recall_rejection SET received_at = now() - interval '2 hours' WHERE stream_seq <= 2`); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := jobs.NewClient(pool, st, &jobs.Config{Workers: 1, PruneInterval: 100 * time.Millisecond, RejectionRetention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rc.Stop(context.Background()) })
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var n int
+		if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM recall_rejection`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rejection rows 15s after start, want 1 (the two older than the retention pruned)", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+
+	"github.com/recallhq/recall/jobs"
 )
 
 // Defaults of the contract (§1).
@@ -44,6 +46,9 @@ type config struct {
 	// GapTimeout is how long an append event whose prefix recall does not
 	// hold yet is retried before it is rejected as gap.
 	GapTimeout time.Duration
+	// RejectionRetention is how long rejection rows and the tombstones of
+	// deleted conversations are kept.
+	RejectionRetention time.Duration
 }
 
 // bind registers the shared flags on fs with defaults from the environment.
@@ -91,6 +96,7 @@ func (c *config) bind(fs *flag.FlagSet, env *Env) {
 	num(&c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
 	num(&c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
 	dur(&c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", 10*time.Second, "how long an append event with a gap is retried before it is rejected")
+	dur(&c.RejectionRetention, "rejection-retention", "RECALL_REJECTION_RETENTION", jobs.DefaultRejectionRetention, "how long rejections and the tombstones of deleted conversations are kept")
 }
 
 // logger builds the process logger: tint for people (colour on a

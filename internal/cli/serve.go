@@ -166,7 +166,8 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		return nil, err
 	}
 	if r.worker {
-		rc, err = jobs.NewClient(a.pool, a.store, &jobs.Config{Workers: cfg.Concurrency, Metrics: m, Logger: logger})
+		rc, err = jobs.NewClient(a.pool, a.store, &jobs.Config{Workers: cfg.Concurrency,
+			RejectionRetention: cfg.RejectionRetention, Metrics: m, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
