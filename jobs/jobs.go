@@ -181,18 +181,21 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 	return client, nil
 }
 
+// periodic gives a periodic job's args their insert options: one attempt,
+// since the next period runs the job again.
+type periodic struct{}
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (periodic) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+}
+
 // SweepArgs is the periodic job that heals conversations whose extraction
 // job died with a worker.
-type SweepArgs struct{}
+type SweepArgs struct{ periodic }
 
 // Kind implements river.JobArgs.
 func (SweepArgs) Kind() string { return "recall_sweep" }
-
-// InsertOpts implements river.JobArgsWithInsertOpts: one attempt, since the
-// next period runs it again.
-func (SweepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
-}
 
 // SweepWorker runs the sweep.
 type SweepWorker struct {
@@ -224,16 +227,10 @@ const DefaultRejectionRetention = 720 * time.Hour
 
 // PruneArgs is the periodic job that removes rejections and tombstones
 // older than the retention.
-type PruneArgs struct{}
+type PruneArgs struct{ periodic }
 
 // Kind implements river.JobArgs.
 func (PruneArgs) Kind() string { return "recall_prune" }
-
-// InsertOpts implements river.JobArgsWithInsertOpts: one attempt, since the
-// next period runs it again.
-func (PruneArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
-}
 
 // PruneWorker runs the prune.
 type PruneWorker struct {

@@ -19,7 +19,8 @@ import (
 	"github.com/recallhq/recall/store"
 )
 
-func setup(t *testing.T) (*pgxpool.Pool, *store.Store, *river.Client[pgx.Tx]) {
+// migrated returns a pool on a fresh migrated database.
+func migrated(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	dbURL := pgtest.NewDatabase(t)
 	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
@@ -30,6 +31,12 @@ func setup(t *testing.T) (*pgxpool.Pool, *store.Store, *river.Client[pgx.Tx]) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	return pool
+}
+
+func setup(t *testing.T) (*pgxpool.Pool, *store.Store, *river.Client[pgx.Tx]) {
+	t.Helper()
+	pool := migrated(t)
 	var rc *river.Client[pgx.Tx]
 	st, err := store.New(pool, &store.Config{Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, u, c)
@@ -135,15 +142,7 @@ func TestSweepJob(t *testing.T) {
 // periodic prune; newer ones stay.
 func TestPruneJob(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.NewDatabase(t)
-	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := migrated(t)
 	st, err := store.New(pool, nil)
 	if err != nil {
 		t.Fatal(err)
