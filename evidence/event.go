@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 )
@@ -91,6 +92,10 @@ type Event struct {
 	// Digests holds the message digest of each of Messages.
 	Digests []Digest
 }
+
+// MaxHistoryLength is the longest history an event may describe: offset
+// plus the number of messages is at most this.
+const MaxHistoryLength = math.MaxInt32
 
 // End returns the length of the history the event carries: Offset +
 // len(Messages).
@@ -182,6 +187,11 @@ func ParseEvent(data []byte, limits Limits) (*Event, error) {
 		if err := json.Unmarshal(w.Offset, &ev.Offset); err != nil || ev.Offset < 0 {
 			return nil, reject(ReasonInvalid, "field \"offset\" must be a non-negative integer")
 		}
+	}
+	// offset + len(messages) is the history's length: it must not overflow,
+	// and must fit the index recall stores (a 32-bit integer).
+	if ev.Offset > MaxHistoryLength-len(w.Messages) {
+		return nil, reject(ReasonInvalid, "field \"offset\" plus the number of messages must be at most %d", MaxHistoryLength)
 	}
 	ev.PrefixDigest = chainStart
 	if !isNull(w.PrefixDigest) {

@@ -3,6 +3,7 @@ package evidence
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -120,6 +121,10 @@ var parseEventTests = []struct {
 	{name: "offset fractional", in: eventJSON(map[string]any{"offset": 1.5}), wantReason: ReasonInvalid},
 	{name: "offset a string", in: eventJSON(map[string]any{"offset": "3"}), wantReason: ReasonInvalid},
 	{name: "offset huge", in: strings.Replace(eventJSON(nil), `"offset":0`, `"offset":99999999999999999999999`, 1), wantReason: ReasonInvalid},
+	{name: "offset the largest int64", in: eventJSON(map[string]any{"offset": int64(math.MaxInt64), "prefix_digest": strings.Repeat("0", 64)}), wantReason: ReasonInvalid},
+	{name: "offset plus messages overflow int64", in: eventJSON(map[string]any{"offset": int64(math.MaxInt64 - 2), "prefix_digest": strings.Repeat("0", 64)}), wantReason: ReasonInvalid},
+	{name: "offset beyond the longest history", in: eventJSON(map[string]any{"offset": int64(math.MaxInt32), "prefix_digest": strings.Repeat("0", 64)}), wantReason: ReasonInvalid},
+	{name: "offset plus messages beyond the longest history", in: eventJSON(map[string]any{"offset": int64(math.MaxInt32 - 2), "prefix_digest": strings.Repeat("0", 64)}), wantReason: ReasonInvalid},
 	{name: "append without prefix_digest", in: eventJSON(map[string]any{"offset": 3}), wantReason: ReasonInvalid},
 	{name: "prefix_digest upper case", in: eventJSON(map[string]any{"offset": 3, "prefix_digest": strings.ToUpper(ChainStart().String())}), wantReason: ReasonInvalid},
 	{name: "prefix_digest short", in: eventJSON(map[string]any{"offset": 3, "prefix_digest": "abc"}), wantReason: ReasonInvalid},

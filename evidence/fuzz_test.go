@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -96,6 +97,12 @@ func FuzzParseEvent(f *testing.F) {
 	for _, c := range loadCorpus(f) {
 		f.Add(corpusEvent(c, c.Messages))
 	}
+	// Huge and hostile numbers where the event has numbers.
+	for _, n := range []string{"9223372036854775807", "9223372036854775806", "-9223372036854775808", "2147483647", "2147483646",
+		"2147483648", "4294967296", "1e308", "1e19", "-0", "0.0", "1E2", "18446744073709551615", "99999999999999999999999999999"} {
+		f.Add([]byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","offset":` + n +
+			`,"prefix_digest":"` + strings.Repeat("0", 64) + `","messages":[{"id":"m","role":"user","content":"x"}]}`))
+	}
 	limits := Limits{MaxEventBytes: 1 << 20, MaxMessages: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ev, err := ParseEvent(data, limits)
@@ -125,6 +132,9 @@ func FuzzParseEvent(f *testing.F) {
 		}
 		if u, c, e := ProbeKey(data); u != ev.UserID || c != ev.ConversationID || e != ev.EventID {
 			t.Fatalf("ProbeKey = %q %q %q, ParseEvent = %q %q %q", u, c, e, ev.UserID, ev.ConversationID, ev.EventID)
+		}
+		if end := ev.End(); end < ev.Offset || end > MaxHistoryLength {
+			t.Fatalf("offset %d and %d messages: end %d", ev.Offset, len(ev.Messages), end)
 		}
 		if ev.Offset < 0 || ev.Kind == KindSnapshot && ev.Offset == 0 && ev.PrefixDigest != ChainStart() {
 			t.Fatalf("offset %d with prefix %s", ev.Offset, ev.PrefixDigest)
