@@ -37,6 +37,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/store"
 )
 
@@ -252,7 +253,7 @@ func setup(ctx context.Context, cfg *Config) (e *env, err error) {
 	if err := e.createDatabase(ctx); err != nil {
 		return nil, err
 	}
-	e.progress("database %s created on %s", e.dbName, store.RedactURL(cfg.DatabaseURL))
+	e.progress("database %s created on %s", e.dbName, redact.ConnString(cfg.DatabaseURL))
 	if err := store.Migrate(ctx, e.dbURL, nil); err != nil {
 		return nil, fmt.Errorf("bench: migrate %s: %w", e.dbName, err)
 	}
@@ -273,7 +274,7 @@ func setup(ctx context.Context, cfg *Config) (e *env, err error) {
 	connect := func(name string) (*nats.Conn, error) {
 		nc, err := nats.Connect(cfg.NATSURL, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond))
 		if err != nil {
-			return nil, fmt.Errorf("bench: connect to NATS at %s: %w", cfg.NATSURL, err)
+			return nil, fmt.Errorf("bench: connect to NATS at %s: %w", redact.ConnString(cfg.NATSURL), err)
 		}
 		return nc, nil
 	}
@@ -305,7 +306,7 @@ func (e *env) createDatabase(ctx context.Context) error {
 		conn, err = pgx.Connect(ctx, e.admin)
 	}
 	if err != nil {
-		return fmt.Errorf("bench: connect to Postgres at %s: %w", store.RedactURL(e.cfg.DatabaseURL), err)
+		return fmt.Errorf("bench: connect to Postgres at %s: %w", redact.ConnString(e.cfg.DatabaseURL), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{e.dbName}.Sanitize()); err != nil {

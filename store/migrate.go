@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -114,16 +112,4 @@ func Migrate(ctx context.Context, databaseURL string, logger *slog.Logger) error
 		logger.InfoContext(ctx, "applied River migration", slog.Int("version", v.Version))
 	}
 	return nil
-}
-
-// RedactURL returns a database URL without its password, for messages.
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	if strings.Contains(u.String(), "@") {
-		return u.Redacted()
-	}
-	return u.String()
 }

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/lmittmann/tint"
 
+	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/jobs"
 )
 
@@ -83,8 +83,9 @@ func (c *config) bind(fs *flag.FlagSet, env *Env) {
 		fs.IntVar(p, name, v, usage+" (env "+envName+")")
 	}
 	c.DatabaseURL = or(env.Getenv("DATABASE_URL"), defaultDatabaseURL)
-	fs.Var(redactedFlag{&c.DatabaseURL, redactDatabaseURL}, "database-url", "Postgres URL; the database is created if missing (env DATABASE_URL)")
-	str(&c.NATSURL, "nats-url", "NATS_URL", defaultNATSURL, "NATS server URL")
+	fs.Var(redactedFlag{&c.DatabaseURL, redact.ConnString}, "database-url", "Postgres URL; the database is created if missing (env DATABASE_URL)")
+	c.NATSURL = or(env.Getenv("NATS_URL"), defaultNATSURL)
+	fs.Var(redactedFlag{&c.NATSURL, redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
 	str(&c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the read API listens on")
 	c.JWTSecret = env.Getenv("RECALL_JWT_SECRET")
 	fs.Var(redactedFlag{&c.JWTSecret, func(string) string { return "" }}, "jwt-secret", "HS256 secret of the read API's bearer tokens (env RECALL_JWT_SECRET)")
@@ -136,11 +137,3 @@ func (f redactedFlag) String() string {
 }
 
 func (f redactedFlag) Set(s string) error { *f.p = s; return nil }
-
-func redactDatabaseURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return ""
-	}
-	return u.Redacted()
-}

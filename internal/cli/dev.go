@@ -21,7 +21,7 @@ import (
 
 	"github.com/recallhq/recall/internal/devpg"
 	"github.com/recallhq/recall/internal/metrics"
-	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/internal/redact"
 )
 
 func init() {
@@ -59,11 +59,11 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 	var cluster *devpg.Cluster
 	if err := pingPostgres(ctx, cfg.DatabaseURL); err != nil {
 		if !unreachable(err) {
-			return fmt.Errorf("Postgres at %s answered with an error: %w", redactURL(cfg.DatabaseURL), err)
+			return fmt.Errorf("Postgres at %s answered with an error: %w", redact.ConnString(cfg.DatabaseURL), err)
 		}
 		bin, ferr := devpg.Find()
 		if ferr != nil {
-			return fmt.Errorf("no Postgres answers at %s, and recall cannot start one: %w", redactURL(cfg.DatabaseURL), ferr)
+			return fmt.Errorf("no Postgres answers at %s, and recall cannot start one: %w", redact.ConnString(cfg.DatabaseURL), ferr)
 		}
 		cluster, err = devpg.New(bin, filepath.Join(*dataDir, "postgres"))
 		if err != nil {
@@ -146,7 +146,7 @@ func printDevBanner(env *Env, addr, natsURL, dbURL, dataDir, token string) {
 	fmt.Fprintf(w, "\nrecall dev is running. Ctrl-C drains and stops it.\n\n")
 	fmt.Fprintf(w, "  API       %s\n", apiURL)
 	fmt.Fprintf(w, "  NATS      %s\n", natsURL)
-	fmt.Fprintf(w, "  Postgres  %s\n", redactURL(dbURL))
+	fmt.Fprintf(w, "  Postgres  %s\n", redact.ConnString(dbURL))
 	fmt.Fprintf(w, "  Data      %s\n\n", dataDir)
 	fmt.Fprintf(w, "A service token (acts for any user; valid 30 days):\n\n")
 	fmt.Fprintf(w, "export RECALL_API_URL=%s\n", apiURL)
@@ -229,8 +229,4 @@ func or(s, def string) string {
 		return s
 	}
 	return def
-}
-
-func redactURL(s string) string {
-	return store.RedactURL(s)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
+	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/publisher"
 )
 
@@ -80,7 +81,8 @@ func (f *publishFlags) bind(fs *flag.FlagSet, env *Env) {
 		}
 		fs.StringVar(p, name, v, usage+" (env "+envName+")")
 	}
-	str(&f.natsURL, "nats-url", "NATS_URL", defaultNATSURL, "NATS server URL")
+	f.natsURL = or(env.Getenv("NATS_URL"), defaultNATSURL)
+	fs.Var(redactedFlag{&f.natsURL, redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
 	str(&f.subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
 	str(&f.apiURL, "api-url", "RECALL_API_URL", defaultAPIURL, "base URL of recall's read API, for --wait")
 	// Secrets are read from the environment after parsing, so that -h
@@ -156,7 +158,7 @@ func runPublish(ctx context.Context, env *Env, args []string) error {
 
 	nc, err := nats.Connect(f.natsURL, nats.Name("recall publish"), nats.Timeout(f.timeout))
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", redactPublishURL(f.natsURL), err)
+		return fmt.Errorf("connect to NATS at %s: %w", redact.ConnString(f.natsURL), err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -538,7 +540,7 @@ func waitForEvidence(ctx context.Context, f *publishFlags, token, userID, conver
 		}
 	}
 	if lastErr != nil && lastCursor < 0 {
-		return nil, fmt.Errorf("the read API at %s did not answer within %s: %w", redactPublishURL(base), f.waitTimeout, lastErr)
+		return nil, fmt.Errorf("the read API at %s did not answer within %s: %w", redact.ConnString(base), f.waitTimeout, lastErr)
 	}
 	return nil, fmt.Errorf("the evidence cursor is %d, short of %d (the newest user message) after %s; is a worker running?", lastCursor, minCursor, f.waitTimeout)
 }
@@ -593,17 +595,4 @@ func getEvidence(ctx context.Context, client *http.Client, u, token string, time
 		return nil, 0, errors.New("the read API's answer has no cursor: is --api-url recall's read API?")
 	}
 	return body, *state.Cursor, nil
-}
-
-// redactPublishURL hides the credentials of a URL (NATS puts tokens in
-// the user part) for messages.
-func redactPublishURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	if u.User != nil {
-		u.User = url.User("redacted")
-	}
-	return u.String()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/worker"
@@ -52,7 +53,7 @@ func runMigrate(ctx context.Context, env *Env, args []string) error {
 	if err := store.Migrate(ctx, cfg.DatabaseURL, logger); err != nil {
 		return err
 	}
-	logger.InfoContext(ctx, "migrations applied", slog.String("database", store.RedactURL(cfg.DatabaseURL)))
+	logger.InfoContext(ctx, "migrations applied", slog.String("database", redact.ConnString(cfg.DatabaseURL)))
 	return nil
 }
 
@@ -138,7 +139,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	err = a.pool.Ping(pingCtx)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("connect to Postgres at %s: %w", store.RedactURL(cfg.DatabaseURL), err)
+		return nil, fmt.Errorf("connect to Postgres at %s: %w", redact.ConnString(cfg.DatabaseURL), err)
 	}
 	a.nc, err = nats.Connect(cfg.NATSURL,
 		nats.Name("recall"),
@@ -153,7 +154,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		nats.ReconnectHandler(func(*nats.Conn) { logger.Info("NATS reconnected") }),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", cfg.NATSURL, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redact.ConnString(cfg.NATSURL), err)
 	}
 	// The store enqueues with the River client, and the client's worker
 	// extracts with the store: the enqueuer binds to the client once built.

@@ -32,3 +32,32 @@ func TestServeStartErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretsNeverPrinted: a database password in a keyword/value
+// connection string or a URL, and a NATS token, never reach -h, errors or
+// logs.
+func TestSecretsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"-h with a keyword/value DSN", []string{"worker", "-h"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x"}},
+		{"-h with a NATS token", []string{"worker", "-h"}, map[string]string{"NATS_URL": "nats://hunter2hunter2@127.0.0.1:4222"}},
+		{"start error with a keyword/value DSN", []string{"worker", "--no-migrate"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x sslmode=disable"}},
+		{"migrate error with a keyword/value DSN", []string{"migrate"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x sslmode=disable"}},
+		{"start error with a URL", []string{"worker", "--no-migrate"}, map[string]string{"DATABASE_URL": "postgres://app:hunter2hunter2@127.0.0.1:1/x?sslmode=disable"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			env := &Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return tt.env[k] }}
+			mainEnv(env, tt.args)
+			if out := stdout.String() + stderr.String(); strings.Contains(out, "hunter2") {
+				t.Errorf("the secret was printed:\n%s", out)
+			}
+		})
+	}
+}

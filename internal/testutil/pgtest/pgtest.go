@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/recallhq/recall/internal/redact"
 	"net/url"
 	"os"
 	"strings"
@@ -38,7 +39,7 @@ func NewDatabase(t testing.TB) string {
 	defer cancel()
 	admin, err := pgx.Connect(ctx, ServerURL())
 	if err != nil {
-		t.Fatalf("pgtest: Postgres is not reachable at %s (start it, or set TEST_DATABASE_URL): %v", redact(ServerURL()), err)
+		t.Fatalf("pgtest: Postgres is not reachable at %s (start it, or set TEST_DATABASE_URL): %v", redact.ConnString(ServerURL()), err)
 	}
 	defer admin.Close(ctx)
 	var b [6]byte
@@ -79,14 +80,6 @@ func NewPool(t testing.TB) (*pgxpool.Pool, string) {
 	}
 	t.Cleanup(pool.Close)
 	return pool, dbURL
-}
-
-func redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }
 
 // Must fails the test on err.
