@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -28,10 +30,14 @@ const (
 // config is the configuration every serving command shares. Each field is a
 // flag whose default comes from an environment variable.
 type config struct {
-	DatabaseURL     string
-	NATSURL         string
-	HTTPAddr        string
+	DatabaseURL string
+	NATSURL     string
+	HTTPAddr    string
+	// JWTSecret is the read API's HS256 secret, from RECALL_JWT_SECRET or
+	// the file JWTSecretFile names (never from a flag value, which any
+	// user on the machine could read with ps).
 	JWTSecret       string
+	JWTSecretFile   string
 	Subject         string
 	Stream          string
 	ShutdownTimeout time.Duration
@@ -88,7 +94,8 @@ func (c *config) bind(fs *flag.FlagSet, env *Env) {
 	fs.Var(redactedFlag{&c.NATSURL, redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
 	str(&c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the read API listens on")
 	c.JWTSecret = env.Getenv("RECALL_JWT_SECRET")
-	fs.Var(redactedFlag{&c.JWTSecret, func(string) string { return "" }}, "jwt-secret", "HS256 secret of the read API's bearer tokens (env RECALL_JWT_SECRET)")
+	str(&c.JWTSecretFile, "jwt-secret-file", "RECALL_JWT_SECRET_FILE", "", "file holding the HS256 secret of the read API's bearer tokens, instead of RECALL_JWT_SECRET")
+	fs.Var(refusedSecretFlag{}, "jwt-secret", "not accepted: a secret on the command line shows in ps; use RECALL_JWT_SECRET or -jwt-secret-file")
 	str(&c.Subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
 	str(&c.Stream, "stream", "RECALL_STREAM", defaultStream, "JetStream stream of checkpoint events (created if missing)")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
@@ -120,6 +127,54 @@ func (c *config) logger(w io.Writer) (*slog.Logger, error) {
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: noColor})), nil
 	}
 	return nil, fmt.Errorf("RECALL_LOG_FORMAT must be text or json, not %q", c.LogFormat)
+}
+
+// MinJWTSecretBytes is the shortest HS256 secret the read API accepts: a
+// shorter one falls to an offline brute force from any token it signed.
+const MinJWTSecretBytes = 32
+
+// jwtSecretHint says how to make a good secret.
+const jwtSecretHint = "make one with `openssl rand -hex 32` and export it as RECALL_JWT_SECRET, or write it to a file and pass -jwt-secret-file " +
+	"(`recall dev` makes one for you)"
+
+// loadJWTSecret reads the secret from JWTSecretFile when it is set, and
+// checks it: the read API refuses to start without one of at least
+// MinJWTSecretBytes bytes.
+func (c *config) loadJWTSecret() error {
+	if c.JWTSecretFile != "" {
+		var err error
+		if c.JWTSecret, err = readSecretFile(c.JWTSecretFile); err != nil {
+			return err
+		}
+	}
+	switch n := len(c.JWTSecret); {
+	case n == 0:
+		return errors.New("RECALL_JWT_SECRET is not set: the read API needs the HS256 secret its bearer tokens are signed with; " + jwtSecretHint)
+	case n < MinJWTSecretBytes:
+		return fmt.Errorf("the JWT secret is %d bytes: it must be at least %d bytes, or anyone holding a token can find it offline; %s",
+			n, MinJWTSecretBytes, jwtSecretHint)
+	}
+	return nil
+}
+
+// readSecretFile reads a secret from a file, without its final newline.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the JWT secret file (-jwt-secret-file): %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// refusedSecretFlag is the old -jwt-secret flag: a value given on the
+// command line is visible to every user of the machine (ps), so it is
+// refused with a message that says what to do instead.
+type refusedSecretFlag struct{}
+
+func (refusedSecretFlag) String() string { return "" }
+
+func (refusedSecretFlag) Set(string) error {
+	return errors.New("the secret is not accepted on the command line, where ps shows it: set RECALL_JWT_SECRET or -jwt-secret-file")
 }
 
 // redactedFlag is a string flag whose value is never printed as it is (in

@@ -117,10 +117,13 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 	}()
 	cfg.NATSURL = ns.ClientURL()
 
-	if cfg.JWTSecret == "" {
+	if cfg.JWTSecret == "" && cfg.JWTSecretFile == "" {
 		if cfg.JWTSecret, err = devSecret(*dataDir); err != nil {
 			return err
 		}
+	}
+	if err := cfg.loadJWTSecret(); err != nil {
+		return err
 	}
 	if !httpSet && !portFree("127.0.0.1", 8080) {
 		cfg.HTTPAddr = "127.0.0.1:0"

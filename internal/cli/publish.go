@@ -35,20 +35,22 @@ const defaultAPIURL = "http://127.0.0.1:8080"
 
 // publishFlags are the flags of recall publish.
 type publishFlags struct {
-	natsURL      string
-	subject      string
-	apiURL       string
-	token        string
-	jwtSecret    string
-	user         string
-	conversation string
-	eventID      string
-	example      string
-	offset       int
-	turns        bool
-	wait         bool
-	waitTimeout  time.Duration
-	timeout      time.Duration
+	natsURL   string
+	subject   string
+	apiURL    string
+	token     string
+	jwtSecret string
+	// jwtSecretFile holds the secret; a secret is never a flag value.
+	jwtSecretFile string
+	user          string
+	conversation  string
+	eventID       string
+	example       string
+	offset        int
+	turns         bool
+	wait          bool
+	waitTimeout   time.Duration
+	timeout       time.Duration
 }
 
 const publishUsage = `Usage: recall publish [flags] [FILE]
@@ -88,7 +90,8 @@ func (f *publishFlags) bind(fs *flag.FlagSet, env *Env) {
 	// Secrets are read from the environment after parsing, so that -h
 	// never prints them as defaults.
 	fs.StringVar(&f.token, "token", "", "bearer token of the read API, for --wait (env RECALL_TOKEN)")
-	fs.StringVar(&f.jwtSecret, "jwt-secret", "", "without a token, --wait signs a short-lived one for the user with this secret (env RECALL_JWT_SECRET)")
+	fs.StringVar(&f.jwtSecretFile, "jwt-secret-file", "", "without a token, --wait signs a short-lived one for the user with the secret in this file (or env RECALL_JWT_SECRET)")
+	fs.Var(refusedSecretFlag{}, "jwt-secret", "not accepted: a secret on the command line shows in ps; use RECALL_JWT_SECRET or -jwt-secret-file")
 	fs.StringVar(&f.user, "user", "", "user_id, overriding the input's")
 	fs.StringVar(&f.conversation, "conversation", "", "conversation_id, overriding the input's")
 	fs.StringVar(&f.eventID, "event-id", "", "event_id, overriding the input's (default: the input's, else a random one)")
@@ -113,7 +116,13 @@ func runPublish(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	f.token = cmp.Or(f.token, env.Getenv("RECALL_TOKEN"))
-	f.jwtSecret = cmp.Or(f.jwtSecret, env.Getenv("RECALL_JWT_SECRET"))
+	f.jwtSecret = env.Getenv("RECALL_JWT_SECRET")
+	if f.jwtSecretFile != "" {
+		var err error
+		if f.jwtSecret, err = readSecretFile(f.jwtSecretFile); err != nil {
+			return err
+		}
+	}
 	usageErr := func(format string, args ...any) error {
 		fmt.Fprintf(env.Stderr, "recall publish: "+format+"\n", args...)
 		fmt.Fprintln(env.Stderr, `Run "recall publish -h" for usage.`)
@@ -471,7 +480,7 @@ func userMessages(msgs []json.RawMessage, offset int) ([]int, error) {
 }
 
 // bearer returns the read API token: --token, else one signed with
-// --jwt-secret for the user, valid while events are published and waited
+// the JWT secret for the user, valid while events are published and waited
 // for.
 func (f *publishFlags) bearer(userID string, events int) (string, error) {
 	if f.token != "" || f.jwtSecret == "" {

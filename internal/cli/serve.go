@@ -73,9 +73,10 @@ func runServe(ctx context.Context, env *Env, name string, args []string, r roles
 	if err != nil {
 		return err
 	}
-	if r.api && cfg.JWTSecret == "" {
-		return errors.New("RECALL_JWT_SECRET is not set: the read API needs the HS256 secret its bearer tokens are signed with " +
-			"(export RECALL_JWT_SECRET=$(openssl rand -hex 32), or pass -jwt-secret; `recall dev` makes one for you)")
+	if r.api {
+		if err := cfg.loadJWTSecret(); err != nil {
+			return err
+		}
 	}
 	app, err := start(ctx, &cfg, r, !*noMigrate, logger, nil)
 	if err != nil {

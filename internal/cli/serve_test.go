@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -20,6 +22,16 @@ func TestServeStartErrors(t *testing.T) {
 		{"api without a secret", []string{"api"}, nil, "RECALL_JWT_SECRET is not set"},
 		{"run without a secret", []string{"run"}, nil, "RECALL_JWT_SECRET is not set"},
 		{"bad log format", []string{"worker"}, map[string]string{"RECALL_LOG_FORMAT": "xml"}, "RECALL_LOG_FORMAT must be text or json"},
+		{"api with a weak secret", []string{"api"}, map[string]string{"RECALL_JWT_SECRET": "x"}, "openssl rand -hex 32"},
+		{"run with a 31-byte secret", []string{"run"}, map[string]string{"RECALL_JWT_SECRET": strings.Repeat("k", 31)}, "at least 32 bytes"},
+		{"run with a weak secret file", []string{"run", "-jwt-secret-file", writeFile(t, "short\n")}, nil, "at least 32 bytes"},
+		{"run with a missing secret file", []string{"run", "-jwt-secret-file", filepath.Join(t.TempDir(), "none")}, nil, "read the JWT secret file"},
+		{"the secret as a flag value", []string{"run", "-jwt-secret", strings.Repeat("k", 64)}, nil, "RECALL_JWT_SECRET or -jwt-secret-file"},
+		// A good secret passes the check and the start goes on to Postgres.
+		{"run with a good secret file", []string{"run", "--no-migrate", "--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable",
+			"-jwt-secret-file", writeFile(t, strings.Repeat("ab", 32)+"\n")}, nil, "connect to Postgres"},
+		{"run with a good secret", []string{"run", "--no-migrate", "--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable"},
+			map[string]string{"RECALL_JWT_SECRET": strings.Repeat("k", 32)}, "connect to Postgres"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,4 +72,14 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeFile writes s to a file of its own and returns its path.
+func writeFile(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
