@@ -61,6 +61,13 @@ type Config struct {
 	// MaxWait is the longest wait a request may ask for; longer ones are
 	// answered 400. Defaults to 30s.
 	MaxWait time.Duration
+	// MaxWaiters bounds the requests of this process that wait for a state
+	// change at once (RECALL_MAX_WAITERS); past it, a request that would
+	// wait is answered 429 with Retry-After. Defaults to 1000.
+	MaxWaiters int
+	// ReadTimeout bounds one read of the store; a read that takes longer is
+	// answered 503. Defaults to 5s.
+	ReadTimeout time.Duration
 	// Metrics receives request counts, latencies and the waiter gauge, and
 	// is served on /metrics. Defaults to a fresh metrics.New().
 	Metrics *metrics.Metrics
@@ -79,6 +86,7 @@ type Handler struct {
 	ready        func(ctx context.Context) error
 	readyTimeout time.Duration
 	maxWait      time.Duration
+	waiters      *waiters
 	metrics      *metrics.Metrics
 	logger       *slog.Logger
 	mux          *http.ServeMux
@@ -113,6 +121,10 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		return nil, errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
 	case cfg.MaxWait < 0:
 		return nil, fmt.Errorf("api: Config.MaxWait is %v: it must be positive, or 0 for the default %v", cfg.MaxWait, DefaultMaxWait)
+	case cfg.MaxWaiters < 0:
+		return nil, fmt.Errorf("api: Config.MaxWaiters is %d: it must be positive, or 0 for the default %d", cfg.MaxWaiters, DefaultMaxWaiters)
+	case cfg.ReadTimeout < 0:
+		return nil, fmt.Errorf("api: Config.ReadTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadTimeout, DefaultReadTimeout)
 	case cfg.ReadyTimeout < 0:
 		return nil, fmt.Errorf("api: Config.ReadyTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadyTimeout, DefaultReadyTimeout)
 	}
@@ -132,6 +144,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		mux:          http.NewServeMux(),
 		drained:      make(chan struct{}),
 	}
+	h.waiters = newWaiters(src, cfg.Notifier, cmp.Or(cfg.MaxWaiters, DefaultMaxWaiters), cmp.Or(cfg.ReadTimeout, DefaultReadTimeout))
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}

@@ -107,6 +107,9 @@ func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rec, err := h.read(r.Context(), userID, conversationID, q)
+	if err == errTooManyWaiters {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+	}
 	if err != nil {
 		return err
 	}
@@ -133,38 +136,13 @@ func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// read returns the key's record. With a min_cursor and a wait it subscribes
-// before the first read (so that no change between the read and the wait
-// is missed) and re-reads on each notification until the cursor reaches
-// min_cursor, the wait ends, the process drains or the client goes.
+// read returns the key's record: one read with a deadline, or, with a
+// min_cursor and a wait, a wait on the key's shared watch (see waiters).
 func (h *Handler) read(ctx context.Context, userID, conversationID string, q evidenceQuery) (evidence.Record, error) {
 	if q.wait <= 0 || q.minCursor <= 0 {
-		return h.src.Evidence(ctx, userID, conversationID)
+		return h.waiters.readOnce(ctx, userID, conversationID)
 	}
-	wake, unsubscribe := h.notifier.Subscribe(userID, conversationID)
-	defer unsubscribe()
-	rec, err := h.src.Evidence(ctx, userID, conversationID)
-	if err != nil || rec.Cursor >= q.minCursor {
-		return rec, err
-	}
-	h.metrics.Waiters.Inc()
-	defer h.metrics.Waiters.Dec()
-	deadline := time.NewTimer(q.wait)
-	defer deadline.Stop()
-	for {
-		select {
-		case <-wake:
-			if rec, err = h.src.Evidence(ctx, userID, conversationID); err != nil || rec.Cursor >= q.minCursor {
-				return rec, err
-			}
-		case <-deadline.C:
-			return rec, nil
-		case <-h.drained:
-			return rec, nil
-		case <-ctx.Done():
-			return rec, ctx.Err()
-		}
-	}
+	return h.wait(ctx, waitKey{userID, conversationID}, q, h.drained)
 }
 
 // deleteConversation answers DELETE …: 204 once the conversation is gone.
