@@ -27,6 +27,10 @@ const (
 	// the listener pings it, so that a silently dead connection is noticed.
 	listenerIdleCheck   = 30 * time.Second
 	listenerPingTimeout = 5 * time.Second
+	// listenerWakeSpread bounds the window over which the wake-ups after a
+	// reconnect are spread (1ms per subscribed key, at most this), so that
+	// the re-reads of many waiting keys do not reach Postgres at once.
+	listenerWakeSpread = time.Second
 )
 
 // Listener fans the state change announcements on NotifyChannel out to
@@ -185,7 +189,7 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) 
 		}
 		l.connected.Store(true)
 		l.logger.InfoContext(ctx, "store: listener reconnected")
-		l.wakeAll() // announcements may have been missed meanwhile
+		l.wakeAllSpread() // announcements may have been missed meanwhile
 	}
 }
 
@@ -255,6 +259,24 @@ func (l *Listener) dispatch(payload string) {
 	defer l.mu.Unlock()
 	for s := range l.subs[listenKey{n.UserID, n.ConversationID}] {
 		s.wake()
+	}
+}
+
+// wakeAllSpread wakes every subscriber at a random moment of a window that
+// grows with the number of keys subscribed (1ms each, at most
+// listenerWakeSpread).
+func (l *Listener) wakeAllSpread() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	window := min(listenerWakeSpread, time.Duration(len(l.subs))*time.Millisecond)
+	for _, set := range l.subs {
+		for s := range set {
+			if window <= 0 {
+				s.wake()
+				continue
+			}
+			time.AfterFunc(rand.N(window), s.wake)
+		}
 	}
 }
 

@@ -307,3 +307,47 @@ func TestListenerLifecycle(t *testing.T) {
 		t.Error("Start succeeded with no server")
 	}
 }
+
+// TestListenerSpreadsReconnectWakeups: after a reconnect every subscriber
+// is woken, but not all in the same instant, so that the re-reads of many
+// waiting keys do not hit Postgres at once.
+func TestListenerSpreadsReconnectWakeups(t *testing.T) {
+	t.Parallel()
+	b := setupListener(t)
+	const n = 500
+	chans := make([]<-chan struct{}, n)
+	for i := range n {
+		ch, cancel := b.l.Subscribe("u", fmt.Sprintf("c-%d", i))
+		t.Cleanup(cancel)
+		drain(ch)
+		chans[i] = ch
+	}
+	pids := b.waitBackends(t, 1)
+	var terminated bool
+	pgtest.Must(t, b.pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, pids[0]).Scan(&terminated), "terminate")
+	times := make([]time.Time, n)
+	var wg sync.WaitGroup
+	for i, ch := range chans {
+		wg.Go(func() {
+			if woken(ch, 20*time.Second) {
+				times[i] = time.Now()
+			}
+		})
+	}
+	wg.Wait()
+	first, last := times[0], times[0]
+	for i, at := range times {
+		if at.IsZero() {
+			t.Fatalf("subscriber %d was not woken after the reconnect", i)
+		}
+		if at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	if spread := last.Sub(first); spread < 100*time.Millisecond || spread > 5*time.Second {
+		t.Errorf("%d wake-ups spread over %v, want between 100ms and 5s", n, spread)
+	}
+}
