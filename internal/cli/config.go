@@ -13,6 +13,7 @@ import (
 
 	"github.com/lmittmann/tint"
 
+	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/jobs"
 )
@@ -55,6 +56,13 @@ type config struct {
 	// RejectionRetention is how long rejection rows and the tombstones of
 	// deleted conversations are kept.
 	RejectionRetention time.Duration
+	// APIMaxConns bounds the read API's own Postgres pool, apart from the
+	// pool ingest and extraction use, so that reads never starve them.
+	APIMaxConns int
+	// MaxWaiters bounds the requests waiting for a state change at once.
+	MaxWaiters int
+	// APIReadTimeout bounds one read of the read API.
+	APIReadTimeout time.Duration
 }
 
 // bind registers the shared flags on fs with defaults from the environment.
@@ -104,6 +112,9 @@ func (c *config) bind(fs *flag.FlagSet, env *Env) {
 	num(&c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
 	num(&c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
 	dur(&c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", 10*time.Second, "how long an append event with a gap is retried before it is rejected")
+	num(&c.APIMaxConns, "api-max-conns", "RECALL_API_MAX_CONNS", 8, "connections of the read API's own Postgres pool (apart from ingest's)")
+	num(&c.MaxWaiters, "max-waiters", "RECALL_MAX_WAITERS", api.DefaultMaxWaiters, "requests that may wait for a state change at once; more are answered 429")
+	dur(&c.APIReadTimeout, "api-read-timeout", "RECALL_API_READ_TIMEOUT", api.DefaultReadTimeout, "how long one read of the read API may take before it is answered 503")
 	dur(&c.RejectionRetention, "rejection-retention", "RECALL_REJECTION_RETENTION", jobs.DefaultRejectionRetention, "how long rejections and the tombstones of deleted conversations are kept")
 }
 

@@ -91,6 +91,7 @@ type app struct {
 	cfg      *config
 	logger   *slog.Logger
 	pool     *pgxpool.Pool
+	apiPool  *pgxpool.Pool // the read API's own, when it runs
 	nc       *nats.Conn
 	store    *store.Store
 	river    *river.Client[pgx.Tx]
@@ -123,24 +124,8 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			return nil, err
 		}
 	}
-	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
-	}
-	pcfg.MaxConns = max(pcfg.MaxConns, int32(2*cfg.Concurrency+8))
-	if pcfg.ConnConfig.RuntimeParams == nil {
-		pcfg.ConnConfig.RuntimeParams = map[string]string{}
-	}
-	pcfg.ConnConfig.RuntimeParams["application_name"] = "recall"
-	a.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to Postgres: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = a.pool.Ping(pingCtx)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("connect to Postgres at %s: %w", redact.ConnString(cfg.DatabaseURL), err)
+	if a.pool, err = newPool(ctx, cfg.DatabaseURL, "recall", 0, int32(2*cfg.Concurrency+8)); err != nil {
+		return nil, err
 	}
 	a.nc, err = nats.Connect(cfg.NATSURL,
 		nats.Name("recall"),
@@ -190,6 +175,13 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		}
 	}
 	if r.api {
+		if a.apiPool, err = newPool(ctx, cfg.DatabaseURL, "recall_api", int32(max(cfg.APIMaxConns, 1)), 0); err != nil {
+			return nil, err
+		}
+		apiStore, err := store.New(a.apiPool, &store.Config{Logger: logger})
+		if err != nil {
+			return nil, err
+		}
 		a.listener, err = store.NewListener(cfg.DatabaseURL, logger)
 		if err != nil {
 			return nil, err
@@ -198,12 +190,14 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err := a.listener.Start(context.WithoutCancel(ctx)); err != nil {
 			return nil, err
 		}
-		a.handler, err = api.New(a.store, &api.Config{
-			JWTSecret: []byte(cfg.JWTSecret),
-			Notifier:  a.listener,
-			Ready:     a.ready,
-			Metrics:   m,
-			Logger:    logger,
+		a.handler, err = api.New(apiStore, &api.Config{
+			JWTSecret:   []byte(cfg.JWTSecret),
+			Notifier:    a.listener,
+			Ready:       a.ready,
+			MaxWaiters:  cfg.MaxWaiters,
+			ReadTimeout: cfg.APIReadTimeout,
+			Metrics:     m,
+			Logger:      logger,
 		})
 		if err != nil {
 			return nil, err
@@ -222,6 +216,37 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		logger.InfoContext(ctx, "read API listening", slog.String("addr", a.Addr))
 	}
 	return a, nil
+}
+
+// newPool connects a pool to dbURL whose connections carry appName. Its
+// size is exactly maxConns when that is set, else at least minMax.
+func newPool(ctx context.Context, dbURL, appName string, maxConns, minMax int32) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if maxConns > 0 {
+		pcfg.MaxConns = maxConns
+	} else {
+		pcfg.MaxConns = max(pcfg.MaxConns, minMax)
+	}
+	pcfg.MinConns = min(pcfg.MinConns, pcfg.MaxConns)
+	if pcfg.ConnConfig.RuntimeParams == nil {
+		pcfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = appName
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = pool.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to Postgres at %s: %w", redact.ConnString(dbURL), err)
+	}
+	return pool, nil
 }
 
 // ready reports whether Postgres and NATS are reachable.
@@ -283,6 +308,9 @@ func (a *app) stop(logger *slog.Logger) error {
 	if a.nc != nil {
 		_ = a.nc.Drain()
 		a.nc.Close()
+	}
+	if a.apiPool != nil {
+		a.apiPool.Close()
 	}
 	if a.pool != nil {
 		a.pool.Close()

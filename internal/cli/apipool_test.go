@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/recallhq/recall/internal/testutil/natstest"
+	"github.com/recallhq/recall/internal/testutil/pgtest"
+)
+
+// TestAPIHasItsOwnPool: in `recall run`, the read API reads through a pool
+// of its own, bounded by RECALL_API_MAX_CONNS, so that a flood of reads
+// never takes a connection from ingest and extraction.
+func TestAPIHasItsOwnPool(t *testing.T) {
+	t.Parallel()
+	ns := natstest.Start(t)
+	secret := strings.Repeat("s", 32)
+	cfg := &config{
+		DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", JWTSecret: secret,
+		Subject: defaultSubject, Stream: defaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
+		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
+	}
+	logger := slog.New(slog.DiscardHandler)
+	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.stop(logger) })
+	if a.apiPool == nil || a.apiPool == a.pool {
+		t.Fatal("the API reads through the ingest pool")
+	}
+	if got := a.apiPool.Config().MaxConns; got != 3 {
+		t.Errorf("API pool MaxConns %d, want 3 (RECALL_API_MAX_CONNS)", got)
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u", "scope": "recall:service",
+		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := a.pool.Stat().AcquireCount()
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet,
+				fmt.Sprintf("http://%s/v1/users/u/conversations/c-%d/evidence", a.Addr, i), nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("status %d", res.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	if reads := a.apiPool.Stat().AcquireCount(); reads < 100 {
+		t.Errorf("the API pool served %d reads of 100", reads)
+	}
+	if got := a.pool.Stat().AcquireCount() - before; got > 20 {
+		// River's and the worker's own queries run meanwhile; 100 reads would show.
+		t.Errorf("the ingest pool served %d acquisitions during 100 API reads", got)
+	}
+	if n := a.apiPool.Stat().TotalConns(); n > 3 {
+		t.Errorf("the API pool opened %d connections, more than its bound 3", n)
+	}
+}
