@@ -24,6 +24,23 @@
 //     tampered tokens, alg none, expired tokens and tokens without exp; and
 //     a scan of every log line, /metrics and every error body for a marker
 //     carried inside every message.
+//  7. Erasure: conversations carrying a marker of the run, with bad events
+//     for the same keys, are deleted (through the API and with delete
+//     events) and then receive late valid and bad events; every column of
+//     every table (River's job table included), every message the stream
+//     still stores and every log line are scanned: the marker is found
+//     before the deletion and 0 times after it.
+//  8. Stream recreated: bad events, then the stream is deleted and
+//     recreated with the database kept and the same bad events sent again:
+//     one new rejection row each.
+//  9. Waiter flood: many concurrent long-polls from one token against a
+//     small RECALL_MAX_WAITERS while the pipeline ingests: at most the cap
+//     wait, the rest are answered 429 with Retry-After, the API stays within
+//     its own pool's bound and nothing is left over.
+//
+// TestDeployNATSUsers runs deploy/nats.conf: only the publisher user
+// publishes, only recall's user consumes, anonymous connections are
+// refused.
 //
 // Each scenario has an oracle: the pure fold (evidence.Fold) of the longest
 // history published for each conversation, compared with what Postgres
