@@ -162,3 +162,20 @@ func TestPrune(t *testing.T) {
 		t.Errorf("%d rejections and %d conversation rows left, want 1 and 2 (u/c and the new tombstone)", rejections, convs)
 	}
 }
+
+// TestRejectUnstorableKey: an event whose key cannot be a conversation's
+// (a NUL, invalid UTF-8, too long) is still recorded, with its reason.
+func TestRejectUnstorableKey(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	for i, k := range []string{"u\x00", "u\xff", strings.Repeat("u", 300)} {
+		err := tb.store.Reject(t.Context(), store.Rejection{Reason: evidence.ReasonInvalid, Detail: "bad key", UserID: k, ConversationID: "c",
+			Stream: "S", StreamSeq: uint64(i + 1), Payload: []byte("x")})
+		if err != nil {
+			t.Fatalf("key %q: %v", k, err)
+		}
+	}
+	if got := tb.rejections(t); len(got) != 3 || got[0].reason != string(evidence.ReasonInvalid) {
+		t.Errorf("%d rows (%v), want 3 invalid", len(got), got)
+	}
+}

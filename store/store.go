@@ -210,7 +210,10 @@ const MaxRejectionPayload = 64 << 10
 // check runs under the key's deletion lock, so a DELETE that commits at the
 // same moment cannot leave a payload behind.
 func (s *Store) Reject(ctx context.Context, r Rejection) error {
-	if r.UserID == "" || r.ConversationID == "" || r.Reason == evidence.ReasonDeleted {
+	if r.Reason == evidence.ReasonDeleted ||
+		evidence.ValidateKey("user_id", r.UserID) != nil || evidence.ValidateKey("conversation_id", r.ConversationID) != nil {
+		// No conversation can have this key (it is empty, too long, not
+		// UTF-8 or holds a NUL): there is no tombstone to look for.
 		return insertRejection(ctx, s.pool, r)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
