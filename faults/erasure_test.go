@@ -261,7 +261,7 @@ func TestErasure(t *testing.T) {
 	}
 	logs := c.scanLogs()
 	requireCleanLogs(t, logs)
-	results.add(t, row{Scenario: "7. erasure", Published: distinctIDs(events) + distinctIDs(late) + len(w.Convs)/2, Accepted: c.pub.accepted(),
+	results.add(t, row{Scenario: "7 erasure", Published: distinctIDs(events) + distinctIDs(late) + len(w.Convs)/2, Accepted: c.pub.accepted(),
 		States: len(w.Convs), Matching: deleted, Note: fmt.Sprintf("marker before: %d places (%d in the stream); after: %d (rows %d, stream %d, logs %d)",
 			before.total(), inStream, after.total(), after.total()-after.Stream-after.Logs, after.Stream, after.Logs)})
 }

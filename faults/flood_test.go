@@ -156,7 +156,7 @@ func TestWaiterFlood(t *testing.T) {
 		}
 	}
 	requireCleanLogs(t, c.scanLogs())
-	results.add(t, row{Scenario: "9. waiter flood", Published: c.pub.accepted(), Accepted: c.pub.accepted(), States: convs, Matching: convs,
+	results.add(t, row{Scenario: "9 waiter flood", Published: c.pub.accepted(), Accepted: c.pub.accepted(), States: convs, Matching: convs,
 		Note: fmt.Sprintf("%d long-polls, cap %d: %d waited, %d got 429 (flood answered in %v); ingest %v during (throughput vs alone %s); "+
 			"API connections %d of %d; goroutines %v before, %v after", waiters, maxWaiters, ok.Load(), tooMany.Load(), floodTook.Round(time.Millisecond),
 			during.Round(time.Millisecond), ratio, apiConnsSeen, apiConns, goroutinesBefore, goroutinesAfter)})

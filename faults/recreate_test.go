@@ -65,6 +65,6 @@ func TestStreamRecreated(t *testing.T) {
 		t.Errorf("%d rejection rows after the first stream (want %d), %d after the recreated one (want %d)", first, n, total, 2*n)
 	}
 	requireCleanLogs(t, c.scanLogs())
-	results.add(t, row{Scenario: "8. stream recreated", Published: 2 * n, Accepted: c.pub.accepted(),
+	results.add(t, row{Scenario: "8 stream recreated", Published: 2 * n, Accepted: c.pub.accepted(),
 		Note: fmt.Sprintf("%d bad events per stream: %d rows, then %d new rows", n, first, total-first)})
 }
