@@ -15,5 +15,8 @@
 // The handler reads through a small [Source] interface, so that it knows
 // nothing of Postgres, and long-polls (?min_cursor=N&wait=2s) on a
 // [Notifier] that wakes waiters when a conversation's state changes, so that
-// a waiting request costs no queries between changes.
+// a waiting request costs no queries between changes. The requests waiting
+// on one key share one subscription and one read per wake-up; at most
+// Config.MaxWaiters wait at once (past it, 429 with Retry-After), and every
+// read has a deadline (Config.ReadTimeout).
 package api
