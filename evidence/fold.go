@@ -77,6 +77,6 @@ func Fold(s State, history []Message, cfg *Config) (State, Outcome, error) {
 		}
 		c = c.Next(m)
 	}
-	s.Summarise(history[s.Cursor:k], c, cfg)
+	s.Summarise(history[s.Cursor:k], c, &history[k], cfg)
 	return s, Applied, nil
 }

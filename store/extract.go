@@ -127,7 +127,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 	if err != nil {
 		return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
 	}
-	state.Summarise(msgs[:k], chains[k-1], s.cfg.Fold)
+	state.Summarise(msgs[:k], chains[k-1], &msgs[k], s.cfg.Fold)
 	body := evidence.AppendBody(nil, &state, 0)
 
 	b := &pgx.Batch{}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/recallhq/recall/eval"
+	"github.com/recallhq/recall/evidence"
 )
 
 func init() {
@@ -26,8 +27,7 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	asJSON := flags.Bool("json", false, "print the report as JSON")
 	verbose := flags.Bool("v", false, "list every required fact, not only the lost ones")
 	minRetention := flags.Float64("min-retention", 0, "fail when total retention (0..1) is below this")
-	var experiments listFlag
-	flags.Var(&experiments, "experiment", "turn on an experiment of the fold (repeatable or comma-separated; \"list\" lists them)")
+	profileName := flags.String("profile", "", "the evidence profile to measure: focus (default) or seed")
 	flags.Usage = func() {
 		fmt.Fprintln(env.Stderr, "Usage: recall eval [flags] [DIR]")
 		fmt.Fprintln(env.Stderr, "\nReplays the fixture conversations of DIR (default: those built into recall) through the fold.")
@@ -51,16 +51,11 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	if *minRetention < 0 || *minRetention > 1 {
 		return fmt.Errorf("--min-retention must be between 0 and 1, not %g", *minRetention)
 	}
-	if len(experiments) == 1 && experiments[0] == "list" {
-		for _, e := range eval.Experiments() {
-			fmt.Fprintf(env.Stdout, "%-22s %s\n", e.Name, e.Summary)
-		}
-		return nil
-	}
-	cfg, err := eval.ConfigFor(experiments)
+	profile, err := evidence.ParseProfile(*profileName)
 	if err != nil {
 		return err
 	}
+	cfg := &evidence.Config{Profile: profile}
 	fixtures := eval.Fixtures()
 	if dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -72,7 +67,7 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	report, err := eval.Run(list, eval.Options{Config: cfg, Experiments: experiments})
+	report, err := eval.Run(list, eval.Options{Config: cfg})
 	if err != nil {
 		return err
 	}
