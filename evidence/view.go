@@ -117,7 +117,7 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 	base := size.total(c.Total, &bs)
 	entryBudget := maxBytes - base
 	shown := make(map[windowKey]bool)
-	var order []Shown
+	order := []Shown{}
 	fits := func(it *Item) bool {
 		e := it.Entry
 		l := bs.Get(it.Bucket)
