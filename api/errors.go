@@ -24,6 +24,9 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeClientClosed     = "client_closed"
 	CodeInternal         = "internal"
+	CodeInvalidBody      = "invalid_body"
+	CodeEmptyQuery       = "empty_query"
+	CodeQueryTooLong     = "query_too_long"
 )
 
 // statusClientClosed is recorded (never sent: the client is gone) when a

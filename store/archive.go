@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -210,4 +212,49 @@ func encodeView(shown []evidence.Shown) ([]byte, error) {
 		shown = []evidence.Shown{}
 	}
 	return json.Marshal(shown)
+}
+
+// Search returns a conversation's evidence with the focus view chosen for
+// query instead of its current request: the same candidates and the same
+// choice as extraction makes, read in one consistent snapshot. In the seed
+// profile, and for a conversation with no focus view yet, it returns the
+// stored evidence. query is never logged.
+func (s *Store) Search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error) {
+	rec := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var prefix []byte
+		var updated *time.Time
+		var count int
+		err := tx.QueryRow(ctx, `
+SELECT version, "cursor", message_count, prefix_digest, body, view, updated_at, archive_count
+FROM recall_conversation
+WHERE user_id = $1 AND conversation_id = $2 AND deleted_at IS NULL`, userID, conversationID).
+			Scan(&rec.Version, &rec.Cursor, &rec.MessageCount, &prefix, &rec.Body, &rec.View, &updated, &count)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read evidence: %w", err)
+		}
+		copy(rec.PrefixDigest[:], prefix)
+		if updated != nil {
+			rec.UpdatedAt = *updated
+		}
+		if s.fold.Profile == evidence.ProfileSeed || rec.View == nil {
+			return nil
+		}
+		c, q, err := candidates(ctx, tx, userID, conversationID, query, count)
+		if err != nil {
+			return err
+		}
+		st := evidence.State{Cursor: rec.Cursor}
+		st.SetView(evidence.SelectView(c, q, s.fold.MaxTokens))
+		rec.Body = evidence.AppendBody(nil, &st, 0)
+		rec.View, err = encodeView(st.Shown)
+		return err
+	})
+	if err != nil {
+		return evidence.Record{}, err
+	}
+	return rec, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+
+	"github.com/recallhq/recall/evidence"
 )
 
 // Defaults of the contract (§1).
@@ -44,6 +46,22 @@ type config struct {
 	// GapTimeout is how long an append event whose prefix recall does not
 	// hold yet is retried before it is rejected as gap.
 	GapTimeout time.Duration
+	// Profile names the evidence profile (focus or seed).
+	Profile string
+	// ArchiveMaxEntries bounds a conversation's archive (focus profile).
+	ArchiveMaxEntries int
+}
+
+// foldConfig returns the evidence profile and bounds c names.
+func (c *config) foldConfig() (*evidence.Config, error) {
+	p, err := evidence.ParseProfile(c.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("RECALL_EVIDENCE_PROFILE: %w", err)
+	}
+	if c.ArchiveMaxEntries < 1 {
+		return nil, fmt.Errorf("RECALL_ARCHIVE_MAX_ENTRIES must be at least 1, not %d", c.ArchiveMaxEntries)
+	}
+	return &evidence.Config{Profile: p, MaxArchiveEntries: c.ArchiveMaxEntries}, nil
 }
 
 // bind registers the shared flags on fs with defaults from the environment.
@@ -90,6 +108,8 @@ func (c *config) bind(fs *flag.FlagSet, env *Env) {
 	str(&c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(&c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
 	num(&c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
+	str(&c.Profile, "evidence-profile", "RECALL_EVIDENCE_PROFILE", string(evidence.ProfileFocus), "evidence profile: focus (sentences, an archive, a view per request) or seed (the seed system's rules exactly)")
+	num(&c.ArchiveMaxEntries, "archive-max-entries", "RECALL_ARCHIVE_MAX_ENTRIES", evidence.DefaultMaxArchiveEntries, "entries a conversation's archive keeps (focus profile); the oldest recent_context entries go first")
 	dur(&c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", 10*time.Second, "how long an append event with a gap is retried before it is rejected")
 }
 

@@ -161,7 +161,11 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	enqueue := func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, userID, conversationID)
 	}
-	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue})
+	fold, err := cfg.foldConfig()
+	if err != nil {
+		return nil, err
+	}
+	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue, Fold: fold})
 	if err != nil {
 		return nil, err
 	}
