@@ -137,13 +137,17 @@ func abbreviation(before string) bool {
 	return false
 }
 
-// ordinal reports whether a period ends a number of one or two digits that
-// a month's name follows, as in the German "am 3. August": an ordinal, not
-// the end of a sentence.
+// ordinal reports whether a period ends a number that is no sentence's end:
+// a list item's number at the start of a line ("3. third"), or a number of
+// one or two digits that a month's name follows, as in the German "am 3.
+// August".
 func ordinal(before, after string) bool {
 	n := 0
 	for n < len(before) && '0' <= before[len(before)-1-n] && before[len(before)-1-n] <= '9' {
 		n++
+	}
+	if n > 0 && strings.TrimSpace(before[:len(before)-n]) == "" {
+		return true
 	}
 	if n == 0 || n > 2 || (n < len(before) && before[len(before)-1-n] != ' ') {
 		return false
