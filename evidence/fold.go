@@ -1,35 +1,5 @@
 package evidence
 
-// Outcome says what applying a history to a state did.
-type Outcome int
-
-const (
-	// Applied: messages were summarised and the cursor moved.
-	Applied Outcome = iota
-	// Stale: the history is shorter than the cursor; nothing changes.
-	Stale
-	// NothingToSummarise: the lineage matches but there is no user message
-	// after the cursor; at most MessageCount changes.
-	NothingToSummarise
-	// PrefixMismatch: the history's first Cursor messages are not the ones
-	// summarised; the state is left unchanged.
-	PrefixMismatch
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case Applied:
-		return "applied"
-	case Stale:
-		return "stale"
-	case NothingToSummarise:
-		return "nothing_to_summarise"
-	case PrefixMismatch:
-		return "prefix_mismatch"
-	}
-	return "unknown"
-}
-
 // NewestRequest returns the index of the newest user message in msgs, or -1.
 func NewestRequest(msgs []Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
