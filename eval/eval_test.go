@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -17,8 +18,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite baseline.json from this run (only when retention rose or a fixture was added)")
 
-// Baseline is eval/baseline.json: the figures the fixtures reached when it
-// was last recorded. The evaluation must not fall below them.
+// Baseline is a set's baseline.json (eval/fixtures/dev/baseline.json, …):
+// the figures its fixtures reached when it was last recorded. The
+// evaluation must not fall below them.
 type Baseline struct {
 	Note string `json:"note"`
 	// MinRetention is the total retention recorded.
@@ -27,21 +29,41 @@ type Baseline struct {
 	Retained map[string]int `json:"retained"`
 }
 
-const baselineFile = "baseline.json"
+// fixtureSets are the shipped fixture sets, each with its baseline file
+// (relative to this package) and the least number of fixtures it holds.
+var fixtureSets = []struct {
+	name     string
+	fsys     func() fs.FS
+	baseline string
+	min      int
+}{
+	{"dev", DevFixtures, "fixtures/dev/baseline.json", 12},
+}
 
-// TestFixtures runs the evaluation over the shipped fixtures with the
-// contract's fold and fails on any leak, any message over budget or
+// TestFixtures runs the evaluation over each shipped set of fixtures with
+// the contract's fold and fails on any leak, any message over budget or
 // malformed, any inconsistency between turn-by-turn and whole folds, and
-// any retention below the baseline, in total or per fixture.
+// any retention below the set's baseline, in total or per fixture.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
+	for _, set := range fixtureSets {
+		t.Run(set.name, func(t *testing.T) {
+			t.Parallel()
+			fixtures, err := Load(set.fsys())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fixtures) < set.min {
+				t.Errorf("%d fixtures, want at least %d", len(fixtures), set.min)
+			}
+			checkFixtures(t, fixtures, set.baseline)
+		})
 	}
-	if len(fixtures) < 12 {
-		t.Errorf("%d fixtures, want at least 12", len(fixtures))
-	}
+}
+
+// checkFixtures runs fixtures and compares the result with the baseline
+// file (or records it, with -update).
+func checkFixtures(t *testing.T, fixtures []Fixture, baselineFile string) {
 	r, err := Run(fixtures, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -108,9 +130,13 @@ func TestFixtures(t *testing.T) {
 // change retention but never leak, break the bound or the message's shape.
 func TestExperiments(t *testing.T) {
 	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
+	var fixtures []Fixture
+	for _, set := range fixtureSets {
+		list, err := Load(set.fsys())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixtures = append(fixtures, list...)
 	}
 	for _, e := range append(Experiments(), Experiment{Name: "all"}) {
 		t.Run(e.Name, func(t *testing.T) {
