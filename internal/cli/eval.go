@@ -62,7 +62,7 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	sets := []fs.FS{eval.DevFixtures()}
+	sets := []fs.FS{eval.HeldOutFixtures(), eval.DevFixtures()}
 	if dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%s is not a directory of fixtures", dir)

@@ -1,0 +1,115 @@
+package main
+
+// script is a long conversation written for evaluation: scripted turns at
+// fixed places (the facts, their corrections and the requests that refer
+// back to them), filler exchanges between them, thinking and status
+// messages on their own channels, and the fixture's marks.
+type script struct {
+	name, description string
+	userID, convID    string
+	form              form
+	seed              uint64
+	// system is the system prompt, "" for none.
+	system string
+	// slots are the values filler exchanges draw their {key}s from.
+	slots                     map[string][]string
+	filler                    []exchange
+	closers, thinking, status []string
+	// turns is the number of user turns before the last request; turn t
+	// plays at[t] when set, a filler exchange otherwise.
+	turns int
+	at    map[int]step
+	// last is the final user request.
+	last      string
+	required  []fact
+	forbidden []marker
+	probes    []probe
+}
+
+// step adds messages to a conversation.
+type step func(b *builder)
+
+// build plays the script.
+func (s *script) build(prefix string) *fixture {
+	b := newBuilder(s.form, prefix, s.seed)
+	orEmpty := func(xs []string) []string {
+		if len(xs) == 0 {
+			return []string{""}
+		}
+		return xs
+	}
+	c := &chat{
+		b:        b,
+		slots:    s.slots,
+		filler:   newDeck(b, s.filler),
+		closers:  newDeck(b, orEmpty(s.closers)),
+		thinking: newDeck(b, orEmpty(s.thinking)),
+		status:   newDeck(b, orEmpty(s.status)),
+	}
+	if s.system != "" {
+		b.system(s.system)
+	}
+	turns := make(map[int]func(), len(s.at))
+	for t, st := range s.at {
+		turns[t] = func() { st(b) }
+	}
+	c.run(s.turns, turns)
+	b.user(s.last)
+	return &fixture{
+		name:        s.name,
+		description: s.description,
+		userID:      s.userID,
+		convID:      s.convID,
+		b:           b,
+		required:    s.required,
+		forbidden:   s.forbidden,
+		probes:      s.probes,
+	}
+}
+
+// seq plays steps in order.
+func seq(steps ...step) step {
+	return func(b *builder) {
+		for _, st := range steps {
+			st(b)
+		}
+	}
+}
+
+// say is a user message and the assistant's answer.
+func say(user, reply string) step {
+	return func(b *builder) {
+		b.user(user)
+		b.assistant(reply)
+	}
+}
+
+func userSays(text string) step { return func(b *builder) { b.user(text) } }
+
+func replies(text string) step { return func(b *builder) { b.assistant(text) } }
+
+// thinks adds a message on the thinking channel.
+func thinks(text string) step { return func(b *builder) { b.channel("thinking", text) } }
+
+// reports adds a message on the status channel.
+func reports(text string) step { return func(b *builder) { b.channel("status", text) } }
+
+// usesTools adds an assistant message with tool calls and their results.
+func usesTools(prose string, calls ...call) step {
+	return func(b *builder) { b.tools(prose, calls...) }
+}
+
+// lookup is a filler exchange's tool: a call named name whose arguments
+// and output are filled with the exchange's values.
+func lookup(name string, args obj, output string) func(b *builder, vals map[string]string) call {
+	return func(_ *builder, vals map[string]string) call {
+		filled := make(obj, len(args))
+		for k, v := range args {
+			if s, ok := v.(string); ok {
+				v = fill(s, vals)
+			}
+			filled[k] = v
+		}
+		return call{name: name, args: filled, output: fill(output, vals)}
+	}
+}
