@@ -8,5 +8,8 @@ package main
 func heldOut() []*fixture {
 	return []*fixture{
 		kitchenRenovationDE(),
+		supportEscalation(),
+		pipelineIncidentJA(),
+		paperCollabFR(),
 	}
 }
