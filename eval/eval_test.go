@@ -38,7 +38,7 @@ var fixtureSets = []struct {
 	min      int
 }{
 	{"dev", DevFixtures, "fixtures/dev/baseline.json", 12},
-	{"heldout", HeldOutFixtures, "fixtures/heldout/baseline.json", 1},
+	{"heldout", HeldOutFixtures, "fixtures/heldout/baseline.json", 7},
 }
 
 // TestFixtures runs the evaluation over each shipped set of fixtures with

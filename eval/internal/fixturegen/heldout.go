@@ -11,5 +11,8 @@ func heldOut() []*fixture {
 		supportEscalation(),
 		pipelineIncidentJA(),
 		paperCollabFR(),
+		tripPatagoniaES(),
+		hiringBackend(),
+		contractReviewZH(),
 	}
 }
