@@ -113,3 +113,14 @@ func lookup(name string, args obj, output string) func(b *builder, vals map[stri
 		return call{name: name, args: filled, output: fill(output, vals)}
 	}
 }
+
+// followUps plays late exchanges, given as user request and reply pairs.
+func followUps(b *builder, pairs ...string) {
+	if len(pairs)%2 != 0 {
+		panic("followUps: a request without a reply")
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		b.user(pairs[i])
+		b.assistant(pairs[i+1])
+	}
+}
