@@ -31,6 +31,8 @@ func main() {
 		productLaunch(),
 		codingRateLimit(),
 		codingLangChain(),
+		weddingIT(),
+		appRelease(),
 	} {
 		f.set = devSet
 		all = append(all, f)
