@@ -18,6 +18,7 @@ func appRelease() *fixture {
 			"device": {"iPhone SE", "Pixel 6", "Galaxy A14", "iPad mini", "iPhone 15"},
 		},
 		filler: releaseFiller,
+		acks:   releaseAcks,
 		closers: []string{"", "", "", "", "", "",
 			" Want me to file it?",
 			" I can open a PR for that.",
@@ -111,4 +112,14 @@ var releaseFiller = []exchange{
 	{user: "should we do a phased release on iOS", reply: "Yes, the 7-day phased release; you can pause it if the crash rate climbs."},
 	{user: "{device} keyboard covers the input on {screen}", reply: "Use the keyboard layout guide on iOS and adjustResize on Android for {screen}."},
 	{user: "brb lunch", reply: "Enjoy."},
+	{user: "what's the app size now", reply: "78 MB download on iOS, up {n} MB since 4.1, mostly the offline map tiles."},
+	{user: "can we drop the old analytics sdk in this release", reply: "It's only used by the {screen} screen now; removing it is a small change, but I'd do it in 4.3 to keep 4.2's diff small."},
+}
+
+var releaseAcks = []exchange{
+	{user: "k", reply: "👍"},
+	{user: "nice", reply: "🙂"},
+	{user: "ty", reply: "Sure."},
+	{user: "hm ok", reply: "👍"},
+	{user: "later", reply: "Okay."},
 }

@@ -17,6 +17,7 @@ func weddingIT() *fixture {
 			"parente":   {"mia zia Carla", "il cugino Marco", "la nonna", "mio fratello", "la testimone"},
 		},
 		filler: weddingFiller,
+		acks:   weddingAcks,
 		closers: []string{"", "", "", "", "",
 			" Vuoi che lo aggiunga alla checklist?",
 			" Posso cercare qualche alternativa.",
@@ -120,4 +121,16 @@ var weddingFiller = []exchange{
 		reply: "Di solito un organista o un piccolo coro; chiedete al parroco, spesso hanno musicisti di fiducia."},
 	{user: "Ho paura di dimenticare qualcosa.",
 		reply: "Normale! Teniamo una checklist per mese; ora siete in linea con i tempi."},
+	{user: "Serve l'assicurazione per il matrimonio?",
+		reply: "Non è obbligatoria, ma per circa 150–250 € copre cancellazioni per maltempo estremo o malattia e i danni alla location."},
+	{user: "Come disponiamo i tavoli?",
+		reply: "Tavoli rotondi da 10 sono i più conviviali; tenete gli anziani vicino all'uscita e lontano dalle casse del DJ."},
+}
+
+var weddingAcks = []exchange{
+	{user: "Ok, grazie!", reply: "Figurati!"},
+	{user: "Perfetto.", reply: "👍"},
+	{user: "Ne parlo con Andrea.", reply: "Certo, fammi sapere."},
+	{user: "Che ansia 😅", reply: "Normale, state andando benissimo."},
+	{user: "Va bene.", reply: "Ottimo."},
 }

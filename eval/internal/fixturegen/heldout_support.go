@@ -20,6 +20,7 @@ func supportEscalation() *fixture {
 			"agent":  {"Bea", "Tomás", "Ngozi", "Lukas"},
 		},
 		filler: supportFiller,
+		acks:   supportAcks,
 		closers: []string{"", "", "", "", "", "",
 			" Want me to log that on the ticket?",
 			" I can draft the reply if you like.",
@@ -122,4 +123,23 @@ var supportFiller = []exchange{
 	{user: "is there a known issue with {hook} payloads", reply: "Not that I can see; the known issue from last month was about retries on 429, already fixed."},
 	{user: "write a 2 line internal note", reply: "\"Webhook deliveries failing for Nordlicht since Tuesday afternoon; ENG investigating relay TLS. Customer informed, replay planned.\""},
 	{user: "how do I check delivery logs", reply: "Admin console → Webhooks → Deliveries, filter by account and status 'failed'; you can export the last 7 days as CSV."},
+	{user: "customer asks for a status link", reply: "Send them the public status page; the incident is listed under \"Webhook delivery\"."},
+	{user: "is {region} relay on the same cert", reply: "Each region has its own certificate; {region} renewed on schedule last month."},
+	{user: "{agent} got a second ticket from another account, same issue", reply: "Merge it into the incident as a related ticket, so both get the same updates."},
+	{user: "how do I mark the ticket as waiting on eng", reply: "Set status to \"Pending – Engineering\" and link the engineering ticket; the SLA clock pauses for the customer-facing timer."},
+	{user: "check sla timer",
+		tool:  lookup("crm_lookup", obj{"account": "NL-88213", "view": "sla"}, "First response: met (6 min). Next update due in {n} min. Breach required escalation: no. Priority decided: P1."),
+		reply: "First response was met; the next customer update is due in {n} minutes."},
+	{user: "they ask if {hook} will be replayed in order", reply: "Within one event type, yes, in the original order; across types the order isn't guaranteed."},
+	{user: "what do I say if they ask about compensation before eng is done", reply: "That you'll come back with a proposal once the incident is resolved and the impact is confirmed."},
+	{user: "do we have a template for the RCA summary", reply: "Yes, the customer RCA template: summary, timeline, cause, fix, prevention. Keep internal names out of it."},
+}
+
+var supportAcks = []exchange{
+	{user: "k", reply: "👍"},
+	{user: "thanks", reply: "Sure."},
+	{user: "ok cool", reply: "👍"},
+	{user: "got it", reply: "Great."},
+	{user: "one sec", reply: "Take your time."},
+	{user: "ty", reply: "Any time."},
 }

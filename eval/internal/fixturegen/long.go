@@ -12,8 +12,12 @@ type script struct {
 	// system is the system prompt, "" for none.
 	system string
 	// slots are the values filler exchanges draw their {key}s from.
-	slots                     map[string][]string
-	filler                    []exchange
+	slots  map[string][]string
+	filler []exchange
+	// acks are short exchanges ("ok", "thanks") that take the place of
+	// about a third of the filler turns, so that the substantive filler
+	// repeats less, as in a real chat.
+	acks                      []exchange
 	closers, thinking, status []string
 	// turns is the number of user turns before the last request; turn t
 	// plays at[t] when set, a filler exchange otherwise.
@@ -49,11 +53,23 @@ func (s *script) build(prefix string) *fixture {
 	if s.system != "" {
 		b.system(s.system)
 	}
-	turns := make(map[int]func(), len(s.at))
-	for t, st := range s.at {
-		turns[t] = func() { st(b) }
+	var acks *deck[exchange]
+	if len(s.acks) > 0 {
+		acks = newDeck(b, s.acks)
 	}
-	c.run(s.turns, turns)
+	for t := 0; t < s.turns; t++ {
+		if st, ok := s.at[t]; ok {
+			st(b)
+			continue
+		}
+		if acks != nil && b.rnd.IntN(100) < 35 {
+			ex := acks.next()
+			b.user(ex.user)
+			b.assistant(ex.reply)
+			continue
+		}
+		c.run(1, nil)
+	}
 	b.user(s.last)
 	return &fixture{
 		name:        s.name,
