@@ -134,11 +134,12 @@ type conversation struct {
 	probes    []probe
 }
 
-// probe is a Probe with its request resolved: request is the index in
-// messages of the user message whose evidence is scored.
+// probe is a Probe with its request resolved.
 type probe struct {
 	Probe
-	request int
+	// index is the position in the conversation's messages of the user
+	// message whose evidence is scored: the fold of messages[:index+1].
+	index int
 }
 
 // ErrNoFixtures is returned by Load for a directory without fixtures.
@@ -312,7 +313,7 @@ func resolveProbe(msgs []evidence.Message, p Probe) (probe, error) {
 			return probe{}, fmt.Errorf("request %q: fact %q is not in the text of a user or assistant chat message before the request", p.Request, fact)
 		}
 	}
-	return probe{Probe: p, request: at}, nil
+	return probe{Probe: p, index: at}, nil
 }
 
 // evidentialHas reports whether text is in the text of a message the fold

@@ -59,7 +59,7 @@ func TestParseProbes(t *testing.T) {
 			for ci, c := range f.convs {
 				var got []int
 				for _, p := range c.probes {
-					got = append(got, p.request)
+					got = append(got, p.index)
 					if len(p.Facts) == 0 {
 						t.Errorf("%s: probe %q lost its facts", c.key, p.Request)
 					}
