@@ -116,7 +116,7 @@ var weddingFiller = []exchange{
 	{user: "Quanto dura di solito il pranzo?",
 		reply: "Tra aperitivo, pranzo e torta contate 5–6 ore. Se iniziate alle 13, la torta arriva verso le 18."},
 	{user: "Serve un wedding planner secondo te?",
-		reply: "Per 150 invitati aiuta soprattutto il giorno stesso: anche solo un coordinatore per la giornata costa 1.200–1.800 € e vi toglie molto stress."},
+		reply: "Per un matrimonio di queste dimensioni aiuta soprattutto il giorno stesso: anche solo un coordinatore per la giornata costa 1.200–1.800 € e vi toglie molto stress."},
 	{user: "La musica in chiesa chi la fa?",
 		reply: "Di solito un organista o un piccolo coro; chiedete al parroco, spesso hanno musicisti di fiducia."},
 	{user: "Ho paura di dimenticare qualcosa.",

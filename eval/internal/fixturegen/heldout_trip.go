@@ -139,7 +139,7 @@ var tripFiller = []exchange{
 		reply: "Santiago–Madrid directo son unas 13 horas; si sale de noche, los niños suelen dormir casi todo el trayecto."},
 	{user: "¿Qué hacemos un día de lluvia en {lugar}?",
 		reply: "Museos pequeños y cafés; en {lugar} hay un museo regional muy didáctico para niños, y la lluvia allí rara vez dura todo el día."},
-	{user: "Mi suegra pregunta si hay ascensores en los hoteles.",
+	{user: "¿Hay ascensores en los hoteles? Lo digo por las maletas.",
 		reply: "En los hoteles de ciudad sí; en las estancias y hosterías de campo suelen ser de una sola planta, así que no hace falta."},
 }
 
