@@ -115,6 +115,11 @@ func usesTools(prose string, calls ...call) step {
 	return func(b *builder) { b.tools(prose, calls...) }
 }
 
+// toolTurn is a user request the assistant answers after calling tools.
+func toolTurn(user, reply string, calls ...call) step {
+	return seq(userSays(user), usesTools("", calls...), replies(reply))
+}
+
 // lookup is a filler exchange's tool: a call named name whose arguments
 // and output are filled with the exchange's values.
 func lookup(name string, args obj, output string) func(b *builder, vals map[string]string) call {
