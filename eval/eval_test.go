@@ -3,6 +3,7 @@ package eval
 import (
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -16,8 +17,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite baseline.json from this run (only when retention rose or a fixture was added)")
 
-// Baseline is eval/baseline.json: the figures the fixtures reached when it
-// was last recorded. The evaluation must not fall below them.
+// Baseline is a set's baseline.json (eval/fixtures/dev/baseline.json, …):
+// the figures its fixtures reached when it was last recorded. The
+// evaluation must not fall below them.
 type Baseline struct {
 	Note string `json:"note"`
 	// MinRetention is the total retention recorded.
@@ -26,21 +28,42 @@ type Baseline struct {
 	Retained map[string]int `json:"retained"`
 }
 
-const baselineFile = "baseline.json"
+// fixtureSets are the shipped fixture sets, each with its baseline file
+// (relative to this package) and the least number of fixtures it holds.
+var fixtureSets = []struct {
+	name     string
+	fsys     func() fs.FS
+	baseline string
+	min      int
+}{
+	{"dev", DevFixtures, "fixtures/dev/baseline.json", 12},
+	{"heldout", HeldOutFixtures, "fixtures/heldout/baseline.json", 7},
+}
 
-// TestFixtures runs the evaluation over the shipped fixtures with the
-// contract's fold and fails on any leak, any message over budget or
+// TestFixtures runs the evaluation over each shipped set of fixtures with
+// the contract's fold and fails on any leak, any message over budget or
 // malformed, any inconsistency between turn-by-turn and whole folds, and
-// any retention below the baseline, in total or per fixture.
+// any retention below the set's baseline, in total or per fixture.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
+	for _, set := range fixtureSets {
+		t.Run(set.name, func(t *testing.T) {
+			t.Parallel()
+			fixtures, err := Load(set.fsys())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fixtures) < set.min {
+				t.Errorf("%d fixtures, want at least %d", len(fixtures), set.min)
+			}
+			checkFixtures(t, fixtures, set.baseline)
+		})
 	}
-	if len(fixtures) < 12 {
-		t.Errorf("%d fixtures, want at least 12", len(fixtures))
-	}
+}
+
+// checkFixtures runs fixtures and compares the result with the baseline
+// file (or records it, with -update).
+func checkFixtures(t *testing.T, fixtures []Fixture, baselineFile string) {
 	r, err := Run(fixtures, Options{})
 	if err != nil {
 		t.Fatal(err)

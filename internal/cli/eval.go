@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -56,16 +57,20 @@ func runEval(_ context.Context, env *Env, args []string) error {
 		return err
 	}
 	cfg := &evidence.Config{Profile: profile}
-	fixtures := eval.Fixtures()
+	sets := []fs.FS{eval.HeldOutFixtures(), eval.DevFixtures()}
 	if dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%s is not a directory of fixtures", dir)
 		}
-		fixtures = os.DirFS(dir)
+		sets = []fs.FS{os.DirFS(dir)}
 	}
-	list, err := eval.Load(fixtures)
-	if err != nil {
-		return err
+	var list []eval.Fixture
+	for _, set := range sets {
+		l, err := eval.Load(set)
+		if err != nil {
+			return err
+		}
+		list = append(list, l...)
 	}
 	report, err := eval.Run(list, eval.Options{Config: cfg})
 	if err != nil {
