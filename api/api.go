@@ -67,6 +67,16 @@ type Config struct {
 	// Logger receives server errors (never ids or message text). Defaults
 	// to a logger that discards.
 	Logger *slog.Logger
+	// Publisher publishes the events of POST /v1/checkpoints to the stream.
+	// Defaults to none: the route answers 503.
+	Publisher Publisher
+	// Limits bound the events POST /v1/checkpoints accepts; use the
+	// worker's, so that what the API accepts the worker accepts. Defaults
+	// to evidence's defaults.
+	Limits evidence.Limits
+	// PublishTimeout bounds the wait for the stream's ack of one event.
+	// Defaults to 10s.
+	PublishTimeout time.Duration
 }
 
 // Handler serves the read API. It is an http.Handler.
@@ -83,6 +93,10 @@ type Handler struct {
 	logger       *slog.Logger
 	mux          *http.ServeMux
 
+	publisher      Publisher
+	limits         evidence.Limits
+	publishTimeout time.Duration
+
 	draining  atomic.Bool
 	drainOnce sync.Once
 	drained   chan struct{} // closed by SetDraining
@@ -92,6 +106,7 @@ type Handler struct {
 const (
 	routeEvidence = "GET /v1/users/{user_id}/conversations/{conversation_id}/evidence"
 	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
+	routeIngest   = "POST /v1/checkpoints"
 	routeHealthz  = "GET /healthz"
 	routeReadyz   = "GET /readyz"
 	routeMetrics  = "GET /metrics"
@@ -113,6 +128,10 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		return nil, errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
 	case cfg.MaxWait < 0:
 		return nil, fmt.Errorf("api: Config.MaxWait is %v: it must be positive, or 0 for the default %v", cfg.MaxWait, DefaultMaxWait)
+	case cfg.PublishTimeout < 0:
+		return nil, fmt.Errorf("api: Config.PublishTimeout is %v: it must be positive, or 0 for the default %v", cfg.PublishTimeout, DefaultPublishTimeout)
+	case cfg.Limits.MaxEventBytes < 0 || cfg.Limits.MaxMessages < 0:
+		return nil, errors.New("api: Config.Limits must not be negative; 0 means the default")
 	case cfg.ReadyTimeout < 0:
 		return nil, fmt.Errorf("api: Config.ReadyTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadyTimeout, DefaultReadyTimeout)
 	}
@@ -131,7 +150,12 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		logger:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		mux:          http.NewServeMux(),
 		drained:      make(chan struct{}),
+
+		publisher:      cfg.Publisher,
+		limits:         evidence.Limits{MaxEventBytes: cmp.Or(cfg.Limits.MaxEventBytes, evidence.DefaultMaxEventBytes), MaxMessages: cmp.Or(cfg.Limits.MaxMessages, evidence.DefaultMaxMessages)},
+		publishTimeout: cmp.Or(cfg.PublishTimeout, DefaultPublishTimeout),
 	}
+
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}
@@ -140,6 +164,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	}
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
+	h.mux.HandleFunc(routeIngest, h.handle(h.postCheckpoint))
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))

@@ -24,6 +24,7 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeClientClosed     = "client_closed"
 	CodeInternal         = "internal"
+	CodeBadBody          = "bad_body"
 )
 
 // statusClientClosed is recorded (never sent: the client is gone) when a

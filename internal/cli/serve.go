@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/riverqueue/river"
 
 	"github.com/recallhq/recall/api"
@@ -195,12 +196,18 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err := a.listener.Start(context.WithoutCancel(ctx)); err != nil {
 			return nil, err
 		}
+		js, err := jetstream.New(a.nc)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
 		a.handler, err = api.New(a.store, &api.Config{
 			JWTSecret: []byte(cfg.JWTSecret),
 			Notifier:  a.listener,
 			Ready:     a.ready,
 			Metrics:   m,
 			Logger:    logger,
+			Publisher: streamPublisher{js: js, subject: cfg.Subject, stream: cfg.Stream},
+			Limits:    evidence.Limits{MaxEventBytes: cfg.MaxEventBytes},
 		})
 		if err != nil {
 			return nil, err
@@ -219,6 +226,28 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		logger.InfoContext(ctx, "read API listening", slog.String("addr", a.Addr))
 	}
 	return a, nil
+}
+
+// streamPublisher publishes the API's checkpoint events to the stream the
+// workers consume.
+type streamPublisher struct {
+	js      jetstream.JetStream
+	subject string
+	stream  string
+}
+
+func (p streamPublisher) Publish(ctx context.Context, eventID string, data []byte) (uint64, bool, error) {
+	msg := nats.NewMsg(p.subject)
+	msg.Header.Set(jetstream.MsgIDHeader, eventID)
+	msg.Data = data
+	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(p.stream))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			err = fmt.Errorf("%w: %w", api.ErrNoStream, err)
+		}
+		return 0, false, err
+	}
+	return ack.Sequence, ack.Duplicate, nil
 }
 
 // ready reports whether Postgres and NATS are reachable.
