@@ -38,7 +38,7 @@ type Notifier interface {
 	Subscribe(userID, conversationID string) (<-chan struct{}, func())
 }
 
-// DefaultMaxWait is the longest wait a request may ask for (§6).
+// DefaultMaxWait is the longest wait a request may ask for.
 const DefaultMaxWait = 30 * time.Second
 
 // DefaultReadyTimeout bounds one /readyz check.

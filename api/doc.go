@@ -1,4 +1,4 @@
-// Package api serves recall's read API (contract §6) over HTTP.
+// Package api serves recall's HTTP API, described in docs/openapi.yaml.
 //
 // Routes:
 //
