@@ -77,6 +77,9 @@ type Config struct {
 	// PublishTimeout bounds the wait for the stream's ack of one event.
 	// Defaults to 10s.
 	PublishTimeout time.Duration
+	// Rejections lists a conversation's recorded rejections for
+	// GET …/rejections. Defaults to none: the route answers 503.
+	Rejections RejectionLister
 }
 
 // Handler serves the read API. It is an http.Handler.
@@ -96,6 +99,7 @@ type Handler struct {
 	publisher      Publisher
 	limits         evidence.Limits
 	publishTimeout time.Duration
+	rejections     RejectionLister
 
 	draining  atomic.Bool
 	drainOnce sync.Once
@@ -107,6 +111,7 @@ const (
 	routeEvidence = "GET /v1/users/{user_id}/conversations/{conversation_id}/evidence"
 	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
 	routeIngest   = "POST /v1/checkpoints"
+	routeRejected = "GET /v1/users/{user_id}/conversations/{conversation_id}/rejections"
 	routeHealthz  = "GET /healthz"
 	routeReadyz   = "GET /readyz"
 	routeMetrics  = "GET /metrics"
@@ -154,6 +159,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		publisher:      cfg.Publisher,
 		limits:         evidence.Limits{MaxEventBytes: cmp.Or(cfg.Limits.MaxEventBytes, evidence.DefaultMaxEventBytes), MaxMessages: cmp.Or(cfg.Limits.MaxMessages, evidence.DefaultMaxMessages)},
 		publishTimeout: cmp.Or(cfg.PublishTimeout, DefaultPublishTimeout),
+		rejections:     cfg.Rejections,
 	}
 
 	if h.ready == nil {
@@ -165,6 +171,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
 	h.mux.HandleFunc(routeIngest, h.handle(h.postCheckpoint))
+	h.mux.HandleFunc(routeRejected, h.handle(h.getRejections))
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))

@@ -4,6 +4,7 @@
 //
 //	GET    /v1/users/{user_id}/conversations/{conversation_id}/evidence
 //	DELETE /v1/users/{user_id}/conversations/{conversation_id}
+//	GET    /v1/users/{user_id}/conversations/{conversation_id}/rejections
 //	POST   /v1/checkpoints   publish a checkpoint event over HTTP
 //	GET    /healthz   process up
 //	GET    /readyz    dependencies reachable and not draining

@@ -25,6 +25,7 @@ const (
 	CodeClientClosed     = "client_closed"
 	CodeInternal         = "internal"
 	CodeBadBody          = "bad_body"
+	CodeInvalidLimit     = "invalid_limit"
 )
 
 // statusClientClosed is recorded (never sent: the client is gone) when a

@@ -176,8 +176,9 @@ func TestOpenAPI(t *testing.T) {
 	pub := newFakePublisher()
 	h, err := api.New(src, &api.Config{
 		JWTSecret: secret, Notifier: src, Publisher: pub,
-		Limits: evidence.Limits{MaxEventBytes: 4096},
-		Logger: slog.New(slog.DiscardHandler),
+		Limits:     evidence.Limits{MaxEventBytes: 4096},
+		Rejections: &fakeRejections{rows: []api.Rejection{{ID: 1, Reason: "deleted", Detail: "the conversation was deleted", EventID: "e9", UserID: "u-42", ConversationID: "c-7", ReceivedAt: updatedAt}}},
+		Logger:     slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +212,9 @@ func TestOpenAPI(t *testing.T) {
 		{"search without a query", "POST", ev + "/search", user, `{"query":""}`, 400},
 		{"context", "POST", "/v1/users/u-42/conversations/c-7/context", user,
 			`{"messages":[{"id":"m0","role":"user","content":"Draft the schema."}],"system":"Be brief.","budget":{"context_window":32768,"prompt":16000}}`, 200},
+		{"rejections", "GET", "/v1/users/u-42/conversations/c-7/rejections?event_id=e9", user, "", 200},
+		{"no rejections", "GET", "/v1/users/u-42/conversations/c-8/rejections", user, "", 200},
+		{"rejections, bad limit", "GET", "/v1/users/u-42/conversations/c-7/rejections?limit=x", user, "", 400},
 		{"delete", "DELETE", "/v1/users/u-42/conversations/c-gone", user, "", 204},
 		{"delete another user's", "DELETE", "/v1/users/u-42/conversations/c-gone", other, "", 403},
 		{"publish", "POST", "/v1/checkpoints", user, `{"schema":"recall.checkpoint.v1","event_id":"e1","user_id":"u-42","conversation_id":"c-7","offset":0,"prefix_digest":null,"messages":[{"id":"m0","role":"user","content":"hi"}]}`, 202},

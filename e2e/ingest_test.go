@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/recallhq/recall/examples"
 )
 
@@ -22,8 +20,8 @@ func TestHTTPIngest(t *testing.T) {
 	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
 	c := sample(t, "planning")
 	secret := devSecret(t, d.dataDir)
-	own := sign(t, secret, jwt.MapClaims{"sub": c.UserID}, time.Hour)
-	other := sign(t, secret, jwt.MapClaims{"sub": "someone-else"}, time.Hour)
+	own := sign(t, secret, c.UserID, time.Hour)
+	other := sign(t, secret, "someone-else", time.Hour)
 
 	data, err := examples.Conversation("planning")
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -13,7 +12,7 @@ import (
 )
 
 func init() {
-	register("eval", "measures evidence quality on fixture conversations (retention, leakage, budget)", runEval)
+	register("eval", "measure evidence quality on fixture conversations (retention, leakage, budget)", runEval)
 }
 
 // runEval is "recall eval [flags] [DIR]": it replays the fixtures of DIR
@@ -21,32 +20,25 @@ func init() {
 // and prints the scores. It fails when anything leaks, a message breaks its
 // bound or shape, or retention is below --min-retention.
 func runEval(_ context.Context, env *Env, args []string) error {
-	flags := flag.NewFlagSet("recall eval", flag.ContinueOnError)
-	flags.SetOutput(env.Stderr)
+	flags := newFlags(env, "eval", "[DIR]")
 	asJSON := flags.Bool("json", false, "print the report as JSON")
 	verbose := flags.Bool("v", false, "list every required fact, not only the lost ones")
 	minRetention := flags.Float64("min-retention", 0, "fail when total retention (0..1) is below this")
 	var experiments listFlag
 	flags.Var(&experiments, "experiment", "turn on an experiment of the fold (repeatable or comma-separated; \"list\" lists them)")
-	flags.Usage = func() {
-		fmt.Fprintln(env.Stderr, "Usage: recall eval [flags] [DIR]")
-		fmt.Fprintln(env.Stderr, "\nReplays the fixture conversations of DIR (default: those built into recall) through the fold.")
-		flags.PrintDefaults()
+	positional, err := parseArgs(flags, args)
+	if err != nil {
+		return err
 	}
-	// Flags may follow DIR.
 	var dir string
-	for {
-		if err := flags.Parse(args); err != nil {
-			return err
-		}
-		if flags.NArg() == 0 {
-			break
-		}
-		if dir != "" {
-			flags.Usage()
-			return errUsage
-		}
-		dir, args = flags.Arg(0), flags.Args()[1:]
+	switch len(positional) {
+	case 0:
+	case 1:
+		dir = positional[0]
+	default:
+		fmt.Fprintf(env.Stderr, "recall eval: at most one DIR, got %d arguments\n", len(positional))
+		flags.Usage()
+		return errUsage
 	}
 	if *minRetention < 0 || *minRetention > 1 {
 		return fmt.Errorf("--min-retention must be between 0 and 1, not %g", *minRetention)
