@@ -63,7 +63,7 @@ func mainEnv(env *Env, args []string) int {
 		return 2
 	}
 	// The first SIGINT or SIGTERM cancels ctx: commands drain and return.
-	// A second one exits at once (§8).
+	// A second one exits at once.
 	ctx, stop := signalContext(context.Background())
 	defer stop()
 	if err := cmd.run(ctx, env, args[1:]); err != nil {

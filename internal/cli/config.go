@@ -13,7 +13,7 @@ import (
 	"github.com/lmittmann/tint"
 )
 
-// Defaults of the contract (§1).
+// Defaults of the configuration.
 const (
 	defaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/recall?sslmode=disable"
 	defaultNATSURL         = "nats://127.0.0.1:4222"

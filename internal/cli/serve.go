@@ -296,7 +296,7 @@ func (a *app) ready(ctx context.Context) error {
 	return nil
 }
 
-// stop drains the process (§8): the API reports not ready and answers its
+// stop drains the process: the API reports not ready and answers its
 // waiters, the worker stops taking NATS messages and finishes (and
 // acknowledges) those in flight, running jobs get until the shutdown
 // timeout and are then cancelled (River retries them later), and the HTTP
