@@ -24,6 +24,11 @@ type Source interface {
 	// Evidence returns the stored record; for an unknown or deleted key a
 	// Record with only the key set (Version 0, Body nil).
 	Evidence(ctx context.Context, userID, conversationID string) (evidence.Record, error)
+	// Search returns the stored record with its message and buckets chosen
+	// for query instead of the current request (the focus view); in the
+	// seed profile, the stored record. Unknown and deleted keys are as in
+	// Evidence.
+	Search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error)
 	// DeleteConversation deletes evidence and held messages and writes a
 	// tombstone. It is idempotent.
 	DeleteConversation(ctx context.Context, userID, conversationID string) error
@@ -109,6 +114,7 @@ type Handler struct {
 // Route patterns; they are also the "route" label of the HTTP metrics.
 const (
 	routeEvidence = "GET /v1/users/{user_id}/conversations/{conversation_id}/evidence"
+	routeSearch   = "POST /v1/users/{user_id}/conversations/{conversation_id}/evidence/search"
 	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
 	routeIngest   = "POST /v1/checkpoints"
 	routeRejected = "GET /v1/users/{user_id}/conversations/{conversation_id}/rejections"
@@ -169,6 +175,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		h.metrics = metrics.New()
 	}
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
+	h.mux.HandleFunc(routeSearch, h.handle(h.searchEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
 	h.mux.HandleFunc(routeIngest, h.handle(h.postCheckpoint))
 	h.mux.HandleFunc(routeRejected, h.handle(h.getRejections))

@@ -24,7 +24,9 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeClientClosed     = "client_closed"
 	CodeInternal         = "internal"
-	CodeBadBody          = "bad_body"
+	CodeInvalidBody      = "invalid_body"
+	CodeEmptyQuery       = "empty_query"
+	CodeQueryTooLong     = "query_too_long"
 	CodeInvalidLimit     = "invalid_limit"
 )
 

@@ -58,7 +58,7 @@ func (h *Handler) postCheckpoint(w http.ResponseWriter, r *http.Request) error {
 		if r.Context().Err() != nil {
 			return r.Context().Err()
 		}
-		return newError(http.StatusBadRequest, CodeBadBody, "cannot read the request body")
+		return newError(http.StatusBadRequest, CodeInvalidBody, "cannot read the request body")
 	}
 	ev, err := evidence.ParseEvent(data, limits)
 	if err != nil {

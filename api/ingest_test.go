@@ -73,18 +73,6 @@ func setupIngest(t *testing.T, limits evidence.Limits) (*api.Handler, *fakePubli
 	return h, pub
 }
 
-func post(t testing.TB, h http.Handler, target, token, body string) *httptest.ResponseRecorder {
-	t.Helper()
-	r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		r.Header.Set("Authorization", "Bearer "+token)
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	return w
-}
-
 // snapshotEvent is a valid snapshot of history for u-42 / c-7.
 func snapshotEvent(eventID, userID string) string {
 	return fmt.Sprintf(`{"schema":"recall.checkpoint.v1","event_id":%q,"user_id":%q,"conversation_id":"c-7","offset":0,"prefix_digest":null,"messages":%s}`,

@@ -20,9 +20,6 @@ type Options struct {
 	// Config is the fold's configuration. Defaults to the contract's
 	// (nil).
 	Config *evidence.Config
-	// Experiments names the experiments Config enables, for the report.
-	// Defaults to none.
-	Experiments []string
 	// Fold folds a history into a state. Defaults to evidence.Fold.
 	Fold FoldFunc
 	// MaxTokens is the bound every rendered message must keep. Defaults to
@@ -32,8 +29,6 @@ type Options struct {
 
 // Report is the result of a run.
 type Report struct {
-	// Experiments are the experiments that were on.
-	Experiments []string `json:"experiments"`
 	// Fixtures are the per-fixture results, in fixture order.
 	Fixtures []FixtureReport `json:"fixtures"`
 	// Total adds the fixtures up.
@@ -159,7 +154,7 @@ func Run(fixtures []Fixture, opts Options) (*Report, error) {
 	if maxTokens <= 0 {
 		maxTokens = evidence.DefaultMaxTokens
 	}
-	r := &Report{Experiments: append([]string{}, opts.Experiments...), Fixtures: []FixtureReport{}}
+	r := &Report{Fixtures: []FixtureReport{}}
 	for i := range fixtures {
 		fr, err := runFixture(&fixtures[i], fold, opts.Config, maxTokens)
 		if err != nil {

@@ -3,7 +3,7 @@ package eval
 import (
 	"encoding/json"
 	"flag"
-	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -17,8 +17,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite baseline.json from this run (only when retention rose or a fixture was added)")
 
-// Baseline is eval/baseline.json: the figures the fixtures reached when it
-// was last recorded. The evaluation must not fall below them.
+// Baseline is a set's baseline.json (eval/fixtures/dev/baseline.json, …):
+// the figures its fixtures reached when it was last recorded. The
+// evaluation must not fall below them.
 type Baseline struct {
 	Note string `json:"note"`
 	// MinRetention is the total retention recorded.
@@ -27,21 +28,42 @@ type Baseline struct {
 	Retained map[string]int `json:"retained"`
 }
 
-const baselineFile = "baseline.json"
+// fixtureSets are the shipped fixture sets, each with its baseline file
+// (relative to this package) and the least number of fixtures it holds.
+var fixtureSets = []struct {
+	name     string
+	fsys     func() fs.FS
+	baseline string
+	min      int
+}{
+	{"dev", DevFixtures, "fixtures/dev/baseline.json", 12},
+	{"heldout", HeldOutFixtures, "fixtures/heldout/baseline.json", 7},
+}
 
-// TestFixtures runs the evaluation over the shipped fixtures with the
-// contract's fold and fails on any leak, any message over budget or
+// TestFixtures runs the evaluation over each shipped set of fixtures with
+// the contract's fold and fails on any leak, any message over budget or
 // malformed, any inconsistency between turn-by-turn and whole folds, and
-// any retention below the baseline, in total or per fixture.
+// any retention below the set's baseline, in total or per fixture.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
+	for _, set := range fixtureSets {
+		t.Run(set.name, func(t *testing.T) {
+			t.Parallel()
+			fixtures, err := Load(set.fsys())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fixtures) < set.min {
+				t.Errorf("%d fixtures, want at least %d", len(fixtures), set.min)
+			}
+			checkFixtures(t, fixtures, set.baseline)
+		})
 	}
-	if len(fixtures) < 12 {
-		t.Errorf("%d fixtures, want at least 12", len(fixtures))
-	}
+}
+
+// checkFixtures runs fixtures and compares the result with the baseline
+// file (or records it, with -update).
+func checkFixtures(t *testing.T, fixtures []Fixture, baselineFile string) {
 	r, err := Run(fixtures, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -104,44 +126,6 @@ func TestFixtures(t *testing.T) {
 	}
 }
 
-// TestExperiments runs every experiment over the fixtures: experiments may
-// change retention but never leak, break the bound or the message's shape.
-func TestExperiments(t *testing.T) {
-	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range append(Experiments(), Experiment{Name: "all"}) {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			cfg, err := ConfigFor([]string{e.Name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Run(fixtures, Options{Config: cfg, Experiments: []string{e.Name}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: retention %.3f (%d/%d), leakage %d", e.Name, r.Total.Retention, r.Total.Retained, r.Total.Required, r.Total.Leakage)
-			if !r.Total.Pass(0) {
-				t.Errorf("leakage %d, over budget %d, invalid %d, inconsistent %d; want all 0",
-					r.Total.Leakage, r.Total.BudgetViolations, r.Total.InvalidMessages, r.Total.Inconsistent)
-			}
-		})
-	}
-}
-
-func TestConfigFor(t *testing.T) {
-	cfg, err := ConfigFor(nil)
-	if err != nil || cfg != nil {
-		t.Errorf("ConfigFor(nil) = %v, %v; want nil, nil (the contract's fold)", cfg, err)
-	}
-	if _, err := ConfigFor([]string{"no-such-experiment"}); err == nil {
-		t.Error("ConfigFor(unknown) succeeded")
-	}
-}
-
 // A small fixture for the scoring tests: a constraint, a tool result and a
 // thinking message, then a later request.
 const smallFixture = `{
@@ -168,9 +152,15 @@ func parse(t *testing.T, data string) []Fixture {
 	return []Fixture{f}
 }
 
+// seed is the seed profile, whose small bounds the scoring tests below
+// lean on.
+var seed = &evidence.Config{Profile: evidence.ProfileSeed}
+
+// run evaluates fixtures with the seed profile and fold (evidence.Fold when
+// nil).
 func run(t *testing.T, fixtures []Fixture, fold FoldFunc) *Report {
 	t.Helper()
-	r, err := Run(fixtures, Options{Fold: fold})
+	r, err := Run(fixtures, Options{Fold: fold, Config: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +265,7 @@ func TestBudgetViolationIsCaught(t *testing.T) {
 	long := strings.Repeat("We must keep this. ", 400)
 	data := strings.Replace(smallFixture, "We must ship by Friday.", long+"We must ship by Friday.", 1)
 	unbounded := func(s evidence.State, history []evidence.Message, cfg *evidence.Config) (evidence.State, evidence.Outcome, error) {
-		c := &evidence.Config{MaxTokens: 1 << 20, MaxExcerptBytes: 1 << 20}
+		c := &evidence.Config{Profile: evidence.ProfileSeed, MaxTokens: 1 << 20, MaxExcerptBytes: 1 << 20}
 		return evidence.Fold(s, history, c)
 	}
 	r := run(t, parse(t, data), unbounded)
@@ -475,69 +465,4 @@ func ids(entries []evidence.Entry) []string {
 		out = append(out, e.MessageID)
 	}
 	return out
-}
-
-// TestExperimentSwitches checks what each experimental switch of
-// evidence.Config does, against the contract's fold with it off.
-func TestExperimentSwitches(t *testing.T) {
-	t.Run("dedupe", func(t *testing.T) {
-		msgs := []evidence.Message{
-			user("u1", "We must ship the release by Friday."),
-			user("u2", "Budget: at most 40 days."),
-			user("u3", "Reminder: we must ship the release by Friday, no slipping."),
-		}
-		if got := ids(foldTexts(t, nil, msgs...).Buckets.Constraints); !cmp.Equal(got, []string{"u1", "u2", "u3"}) {
-			t.Errorf("contract: constraints %v, want all three", got)
-		}
-		s := foldTexts(t, &evidence.Config{ExperimentalDedupe: true}, msgs...)
-		if got := ids(s.Buckets.Constraints); !cmp.Equal(got, []string{"u2", "u3"}) || s.OmittedEntries != 1 {
-			t.Errorf("dedupe: constraints %v, omitted %d; want [u2 u3] and 1 (u3 restates u1)", got, s.OmittedEntries)
-		}
-	})
-	t.Run("user-first", func(t *testing.T) {
-		msgs := []evidence.Message{
-			user("u1", "The deadline is Friday."),
-			assistant("a1", "Understood, I can only work on the API today."),
-		}
-		for _, id := range []string{"u2", "u3", "u4", "u5", "u6"} {
-			msgs = append(msgs, user(id, "You must also check "+id+"."))
-		}
-		if got := ids(foldTexts(t, nil, msgs...).Buckets.Constraints); !cmp.Equal(got, []string{"a1", "u2", "u3", "u4", "u5", "u6"}) {
-			t.Errorf("contract: constraints %v, want the oldest (u1) gone", got)
-		}
-		got := ids(foldTexts(t, &evidence.Config{ExperimentalUserFirst: true}, msgs...).Buckets.Constraints)
-		if !cmp.Equal(got, []string{"u1", "u2", "u3", "u4", "u5", "u6"}) {
-			t.Errorf("user-first: constraints %v, want the assistant entry (a1) gone", got)
-		}
-	})
-	t.Run("protect", func(t *testing.T) {
-		long := strings.Repeat("word ", 170) // 850 bytes
-		var msgs []evidence.Message
-		for i := range 4 {
-			msgs = append(msgs, user(fmt.Sprint("c", i), "We must keep this. "+long))
-		}
-		for i := range 3 {
-			msgs = append(msgs, user(fmt.Sprint("r", i), "Some context. "+long))
-		}
-		// 7 entries of ~300 tokens: over 1,800, so one or two must go, from
-		// constraints (the largest bucket) by the contract.
-		contract := foldTexts(t, nil, msgs...)
-		protect := foldTexts(t, &evidence.Config{ExperimentalProtect: true}, msgs...)
-		if len(contract.Buckets.Constraints)+len(contract.Buckets.RecentContext) != len(protect.Buckets.Constraints)+len(protect.Buckets.RecentContext) {
-			t.Fatalf("the switch changes how many entries fit")
-		}
-		if got := ids(protect.Buckets.Constraints); !cmp.Equal(got, []string{"c0", "c1", "c2", "c3"}) {
-			t.Errorf("protect: constraints %v, want both kept while recent_context has entries", got)
-		}
-		if got := ids(contract.Buckets.Constraints); len(got) == 4 {
-			t.Errorf("contract: constraints %v; the case does not exercise the token bound's eviction", got)
-		}
-	})
-	t.Run("off by default", func(t *testing.T) {
-		msgs := []evidence.Message{user("u1", "We must ship by Friday."), user("u2", "We must ship by Friday.")}
-		a, b := foldTexts(t, nil, msgs...), foldTexts(t, &evidence.Config{}, msgs...)
-		if diff := cmp.Diff(a, b); diff != "" || len(a.Buckets.Constraints) != 2 {
-			t.Errorf("zero Config differs from nil or dedupes (-nil +zero):\n%s", diff)
-		}
-	})
 }

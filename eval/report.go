@@ -27,9 +27,6 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 		return err
 	}
 	var b strings.Builder
-	if len(r.Experiments) > 0 {
-		fmt.Fprintf(&b, "\nexperiments on: %s\n", strings.Join(r.Experiments, ", "))
-	}
 	for i := range r.Fixtures {
 		f := &r.Fixtures[i]
 		for _, l := range f.Leaks {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+
+	"github.com/recallhq/recall/evidence"
 )
 
 // Defaults of the configuration.
@@ -48,6 +50,22 @@ type config struct {
 	// GapTimeout is how long an append event whose prefix recall does not
 	// hold yet is retried before it is rejected as gap.
 	GapTimeout time.Duration
+	// Profile names the evidence profile (focus or seed).
+	Profile string
+	// ArchiveMaxEntries bounds a conversation's archive (focus profile).
+	ArchiveMaxEntries int
+}
+
+// foldConfig returns the evidence profile and bounds c names.
+func (c *config) foldConfig() (*evidence.Config, error) {
+	p, err := evidence.ParseProfile(c.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("RECALL_EVIDENCE_PROFILE: %w", err)
+	}
+	if c.ArchiveMaxEntries < 1 {
+		return nil, fmt.Errorf("RECALL_ARCHIVE_MAX_ENTRIES must be at least 1, not %d", c.ArchiveMaxEntries)
+	}
+	return &evidence.Config{Profile: p, MaxArchiveEntries: c.ArchiveMaxEntries}, nil
 }
 
 // flagGroup selects the shared flags a command registers, so that its -h
@@ -71,6 +89,8 @@ const (
 	flagsLimits
 	// flagsShutdown: -shutdown-timeout.
 	flagsShutdown
+	// flagsProfile: -evidence-profile, -archive-max-entries.
+	flagsProfile
 )
 
 // bind sets every field from the environment or its default, and registers
@@ -126,6 +146,8 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	str(flagsLog, &c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(flagsWorker, &c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
 	num(flagsLimits, &c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
+	str(flagsProfile, &c.Profile, "evidence-profile", "RECALL_EVIDENCE_PROFILE", string(evidence.ProfileFocus), "evidence profile: focus (sentences, an archive, a view per request) or seed (the seed system's rules exactly)")
+	num(flagsProfile, &c.ArchiveMaxEntries, "archive-max-entries", "RECALL_ARCHIVE_MAX_ENTRIES", evidence.DefaultMaxArchiveEntries, "entries a conversation's archive keeps (focus profile); the oldest recent_context entries go first")
 	dur(flagsWorker, &c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", 10*time.Second, "how long an append event with a gap is retried before it is rejected")
 }
 

@@ -31,7 +31,7 @@ func init() {
 
 // devGroups are the shared flags of recall dev: everything but -nats-url
 // (dev runs its own NATS).
-const devGroups = flagsDB | flagsStream | flagsAPI | flagsLog | flagsWorker | flagsLimits | flagsShutdown
+const devGroups = flagsDB | flagsStream | flagsAPI | flagsLog | flagsWorker | flagsLimits | flagsShutdown | flagsProfile
 
 func runDev(ctx context.Context, env *Env, args []string) error {
 	var cfg config

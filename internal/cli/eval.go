@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
 	"github.com/recallhq/recall/eval"
+	"github.com/recallhq/recall/evidence"
 )
 
 func init() {
@@ -24,8 +26,7 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	asJSON := flags.Bool("json", false, "print the report as JSON")
 	verbose := flags.Bool("v", false, "list every required fact, not only the lost ones")
 	minRetention := flags.Float64("min-retention", 0, "fail when total retention (0..1) is below this")
-	var experiments listFlag
-	flags.Var(&experiments, "experiment", "turn on an experiment of the fold (repeatable or comma-separated; \"list\" lists them)")
+	profileName := flags.String("profile", "", "the evidence profile to measure: focus (default) or seed")
 	positional, err := parseArgs(flags, args)
 	if err != nil {
 		return err
@@ -43,28 +44,27 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	if *minRetention < 0 || *minRetention > 1 {
 		return fmt.Errorf("--min-retention must be between 0 and 1, not %g", *minRetention)
 	}
-	if len(experiments) == 1 && experiments[0] == "list" {
-		for _, e := range eval.Experiments() {
-			fmt.Fprintf(env.Stdout, "%-22s %s\n", e.Name, e.Summary)
-		}
-		return nil
-	}
-	cfg, err := eval.ConfigFor(experiments)
+	profile, err := evidence.ParseProfile(*profileName)
 	if err != nil {
 		return err
 	}
-	fixtures := eval.Fixtures()
+	cfg := &evidence.Config{Profile: profile}
+	sets := []fs.FS{eval.HeldOutFixtures(), eval.DevFixtures()}
 	if dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%s is not a directory of fixtures", dir)
 		}
-		fixtures = os.DirFS(dir)
+		sets = []fs.FS{os.DirFS(dir)}
 	}
-	list, err := eval.Load(fixtures)
-	if err != nil {
-		return err
+	var list []eval.Fixture
+	for _, set := range sets {
+		l, err := eval.Load(set)
+		if err != nil {
+			return err
+		}
+		list = append(list, l...)
 	}
-	report, err := eval.Run(list, eval.Options{Config: cfg, Experiments: experiments})
+	report, err := eval.Run(list, eval.Options{Config: cfg})
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ type roles struct{ worker, api bool }
 
 // flags returns the flag groups of a process that runs r.
 func (r roles) flags() flagGroup {
-	g := flagsDB | flagsNATS | flagsStream | flagsLog | flagsLimits | flagsShutdown
+	g := flagsDB | flagsNATS | flagsStream | flagsLog | flagsLimits | flagsShutdown | flagsProfile
 	if r.worker {
 		g |= flagsWorker
 	}
@@ -179,7 +179,11 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	enqueue := func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, userID, conversationID)
 	}
-	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue})
+	fold, err := cfg.foldConfig()
+	if err != nil {
+		return nil, err
+	}
+	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue, Fold: fold})
 	if err != nil {
 		return nil, err
 	}

@@ -269,7 +269,8 @@ func Oracle(t testing.TB, history []json.RawMessage) evidence.State {
 	return s
 }
 
-// RequireState compares a stored record with an oracle state, all but version.
+// RequireState compares a stored record with an oracle state, all but
+// version: the evidence and, in the focus profile, the view's priority order.
 func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
 	t.Helper()
 	got, err := rec.State()
@@ -281,13 +282,15 @@ func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
 		P evidence.Digest
 		O int
 		B evidence.Buckets
-	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets})
+		S []evidence.Shown
+	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets, got.Shown})
 	wj, _ := json.Marshal(struct {
 		C int
 		P evidence.Digest
 		O int
 		B evidence.Buckets
-	}{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets})
+		S []evidence.Shown
+	}{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets, want.Shown})
 	if string(gj) != string(wj) {
 		t.Fatalf("state differs from the oracle:\n got %s\nwant %s", gj, wj)
 	}
