@@ -150,8 +150,10 @@ function entries(ev) {
   return Object.entries(ev.buckets).flatMap(([bucket, es]) => es.map((e) => ({ bucket, ...e })));
 }
 
+// An entry of bucket quoting message: the whole message (the seed profile)
+// or one of its sentences (focus, the default), verbatim.
 function findEntry(ev, bucket, message) {
-  return ev.buckets[bucket].find((e) => e.message_id === message.id && e.excerpt === message.content.trim());
+  return ev.buckets[bucket].find((e) => e.message_id === message.id && e.excerpt !== "" && message.content.includes(e.excerpt));
 }
 
 async function main() {
