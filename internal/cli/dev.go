@@ -189,6 +189,7 @@ func printDevBanner(env *Env, addr, natsURL, dbURL, dataDir, token string) {
 	fmt.Fprintf(w, "Publish a sample conversation turn by turn and read its evidence:\n\n")
 	fmt.Fprintf(w, "recall publish --example planning --turns --wait\n")
 	fmt.Fprintf(w, "curl -s -H \"Authorization: Bearer $RECALL_TOKEN\" \"$RECALL_API_URL/v1/users/demo-user/conversations/planning/evidence\"\n\n")
+	fmt.Fprintf(w, "A token for one user (what to give a user's own client): recall token USER --ttl 1h\n\n")
 }
 
 // devSecret returns the dev JWT secret kept in the data folder, making one
