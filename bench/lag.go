@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/internal/token"
 	"github.com/recallhq/recall/store"
 )
 
@@ -77,13 +77,11 @@ func (s *apiServer) close() {
 
 // token signs a bearer token for userID ("" for a service token).
 func (s *apiServer) token(userID string) string {
-	c := jwt.MapClaims{"exp": time.Now().Add(time.Hour).Unix()}
+	sub, opts := userID, &token.Options{}
 	if userID == "" {
-		c["sub"], c["scope"] = "recall-bench", api.ServiceScope
-	} else {
-		c["sub"] = userID
+		sub, opts.Service = "recall-bench", true
 	}
-	t, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.secret)
+	t, err := token.Sign(s.secret, sub, time.Hour, opts)
 	if err != nil {
 		panic(err) // HS256 with a []byte key does not fail
 	}

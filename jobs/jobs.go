@@ -126,7 +126,7 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	rc := &river.Config{
-		Logger:                      c.Logger,
+		Logger:                      riverLogger(c.Logger),
 		JobTimeout:                  c.JobTimeout,
 		RescueStuckJobsAfter:        c.RescueStuckJobsAfter,
 		CompletedJobRetentionPeriod: c.CompletedJobRetention,

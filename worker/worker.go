@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -295,9 +296,11 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 			rej = &evidence.RejectError{Reason: evidence.ReasonInvalid, Detail: "cannot decode the event"}
 		}
 		uid, cid, eid := evidence.ProbeKey(data)
+		*attrs = append(*attrs, keyAttrs(eid, uid, cid)...)
 		return w.reject(ctx, msg, meta, store.Rejection{Reason: rej.Reason, Detail: rej.Detail, EventID: eid,
 			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
 	}
+	*attrs = append(*attrs, keyAttrs(ev.EventID, ev.UserID, ev.ConversationID)...)
 	*attrs = append(*attrs, slog.String("kind", ev.Kind), slog.Int("offset", ev.Offset), slog.Int("messages", len(ev.Messages)))
 	res, err := w.ing.Ingest(ctx, ev, smeta)
 	if err != nil {
@@ -337,6 +340,31 @@ func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 	}
 	w.term(msg, r.Reason)
 	return evidence.Rejected, r.Reason
+}
+
+// maxLoggedID bounds each id in a log line: the ids of an event that
+// failed to parse are whatever it held.
+const maxLoggedID = 256
+
+// keyAttrs are the log attributes naming an event and its conversation.
+func keyAttrs(eventID, userID, conversationID string) []slog.Attr {
+	return []slog.Attr{
+		slog.String("event_id", clip(eventID)),
+		slog.String("user_id", clip(userID)),
+		slog.String("conversation_id", clip(conversationID)),
+	}
+}
+
+// clip cuts s to maxLoggedID bytes at a character boundary.
+func clip(s string) string {
+	if len(s) <= maxLoggedID {
+		return s
+	}
+	cut := maxLoggedID
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func (w *Worker) term(msg jetstream.Msg, reason evidence.Reason) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -14,7 +13,7 @@ import (
 )
 
 func init() {
-	register("eval", "measures evidence quality on fixture conversations (retention, leakage, budget)", runEval)
+	register("eval", "measure evidence quality on fixture conversations (retention, leakage, budget)", runEval)
 }
 
 // runEval is "recall eval [flags] [DIR]": it replays the fixtures turn by
@@ -24,33 +23,26 @@ func init() {
 // breaks its bound or shape, or a figure of the chosen profile on the first
 // set is below its --min-… flag.
 func runEval(_ context.Context, env *Env, args []string) error {
-	flags := flag.NewFlagSet("recall eval", flag.ContinueOnError)
-	flags.SetOutput(env.Stderr)
+	flags := newFlags(env, "eval", "[DIR]")
 	asJSON := flags.Bool("json", false, `print the comparison as JSON: {"profiles": {"focus": {…}, "seed": {…}}}`)
 	verbose := flags.Bool("v", false, "list every required fact and probe, not only the lost ones")
 	profileName := flags.String("profile", "", "the profile whose per-fixture report is printed and whose figures the --min flags check: focus (default) or seed")
 	minRetention := flags.Float64("min-retention", 0, "fail when retention (0..1) is below this")
 	minLong := flags.Float64("min-long-retention", 0, "fail when retention over long conversations (0..1) is below this")
 	minProbe := flags.Float64("min-probe-recall", 0, "fail when probe recall (0..1) is below this")
-	flags.Usage = func() {
-		fmt.Fprintln(env.Stderr, "Usage: recall eval [flags] [DIR]")
-		fmt.Fprintln(env.Stderr, "\nReplays the fixture conversations (default: the held-out and development sets built into recall; or those of DIR) through every evidence profile.")
-		flags.PrintDefaults()
+	positional, err := parseArgs(flags, args)
+	if err != nil {
+		return err
 	}
-	// Flags may follow DIR.
 	var dir string
-	for {
-		if err := flags.Parse(args); err != nil {
-			return err
-		}
-		if flags.NArg() == 0 {
-			break
-		}
-		if dir != "" {
-			flags.Usage()
-			return errUsage
-		}
-		dir, args = flags.Arg(0), flags.Args()[1:]
+	switch len(positional) {
+	case 0:
+	case 1:
+		dir = positional[0]
+	default:
+		fmt.Fprintf(env.Stderr, "recall eval: at most one DIR, got %d arguments\n", len(positional))
+		flags.Usage()
+		return errUsage
 	}
 	for name, v := range map[string]float64{"--min-retention": *minRetention, "--min-long-retention": *minLong, "--min-probe-recall": *minProbe} {
 		if v < 0 || v > 1 {
