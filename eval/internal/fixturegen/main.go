@@ -33,6 +33,9 @@ func main() {
 		codingLangChain(),
 		weddingIT(),
 		appRelease(),
+		b2bIntegration(),
+		shopMigrationZH(),
+		bakeryCampaign(),
 	} {
 		f.set = devSet
 		all = append(all, f)
