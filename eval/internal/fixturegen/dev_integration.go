@@ -123,9 +123,11 @@ func b2bIntegration() *fixture {
 				"Could you keep a short list of who is who on their side as we go? "+
 				"It's getting hard to keep track.",
 				"Sure. On their side so far: Marit Olsen (IT, your day-to-day contact, prefers email), Pieter (Rotterdam site manager, offered test shipments), and their ops lead for volumes. On ours: you and Jonas from sales."),
-			6: toolTurn("Can you pull up the ticket that Jonas opened about the kickoff, and tell me what's in it? "+
+			6: toolTurn("Small favour before my next call, which starts in ten minutes. "+
+				"Can you pull up the ticket that Jonas opened about the kickoff, and tell me what's in it? "+
 				"I have a feeling he wrote half a novel, as usual. "+
-				"I just want the parts that affect us, not the sales pitch.",
+				"I just want the parts that affect us, not the sales pitch. "+
+				"He means well, and the customer loves him, so I'm not complaining, just filtering.",
 				"The ticket is mostly the sales summary. For us: they expect a kickoff within three weeks, Jonas listed SAP as the ERP, and he mentions a hard date he \"discussed\" with them, which I'd confirm with you before treating as real.",
 				call{name: "search_tickets", args: obj{"query": "Halvorsen kickoff", "queue": "partners"},
 					output:   "PART-4412 Halvorsen kickoff (opened by jonas.k). Customer MUST receive kickoff agenda 48h ahead. Required attendees: IT lead, warehouse lead. Deadline discussed with customer: end of Q1 (not confirmed). Decided in call: weekly status email.",
@@ -138,8 +140,11 @@ func b2bIntegration() *fixture {
 				"I'm telling you mostly so that it's somewhere in writing. "+
 				"Anything else you'd check on the billing side while we're at it?",
 				"Worth having in writing. I'd also check the invoice currency (NOK or EUR), whether they need one invoice per site, and the payment terms; and ask our finance team to test the reference field with a dummy invoice before the first real one."),
-			18: toolTurn("Can you check what their gateway documentation says about batch sizes? "+
-				"Engineering asked, and I'd rather not bother Marit for something that's written down somewhere.",
+			18: toolTurn("Another small one today, the big questions can wait until after the sprint review. "+
+				"Can you check what their gateway documentation says about batch sizes? "+
+				"Engineering asked, and I'd rather not bother their side for something that's written down somewhere. "+
+				"The documentation lives in the shared space they gave us access to last month. "+
+				"If it's not in there, just say so and I'll ask.",
 				"Their docs allow up to 200 orders per batch call and suggest exponential backoff on HTTP 429. Batching 200 at a time stays well inside the gateway's request rate.",
 				call{name: "read_doc", args: obj{"space": "halvorsen-shared", "page": "API gateway guide"},
 					output: "Halvorsen API Gateway v3. Batch endpoint: max 200 orders per call. Clients MUST implement exponential backoff on 429. Authentication required: OAuth2 client credentials. Decommission deadline for v2: 2027-06-30. Never send PII in query strings."}),
@@ -167,38 +172,55 @@ func b2bIntegration() *fixture {
 				"Anyway, that's the story of my morning."),
 				reports("Updating the test plan…"),
 				replies("Poor guy. That's useful to know: test data in their sandbox should be created by the test run itself rather than kept from the week before.")),
-			82: say("Engineering is about to size the order sync worker and they asked me how many calls per second they can make, counting the status polling. "+
+			82: say("The sprint planning went well today, for once, and the team is in a good mood. "+
+				"Engineering is about to size the order sync worker and they asked me how many calls per second they can make, counting the status polling. "+
 				"I'd rather not guess and get us blocked in the middle of the pilot. "+
 				"Our tech lead wants a single number he can put in the config. "+
 				"What should I tell him, and should the status polling get its own share?",
 				"Their gateway allows 20 requests per second in total, across all endpoints, so the number has to cover both. I'd give the order sync 15 and the status polling 5, with backoff on 429 in both."),
-			85: say("The onboarding team wants to send someone on site for the go-live week to train the warehouse staff. "+
+			85: say("Different topic, and a nice one for a change. "+
+				"The onboarding team wants to send someone on site for the go-live week to train the warehouse staff. "+
 				"They asked me which address to book the hotel near, and I realised I should double check with you before I answer. "+
 				"Flights are cheap right now, so they want to book today. "+
+				"Lena from onboarding has done three of these trips already and knows the drill. "+
 				"Which site should they go to?",
 				"Rotterdam: the pilot goes live there first, and Hamburg and Oslo follow later. Pieter, the site manager, would be the person to meet."),
 			88: say("I need to walk someone on their side through the field mapping, and I was going to put a one-hour video call in the calendar for Thursday. "+
 				"It's about forty fields, some of them with odd conversions. "+
+				"Our engineers did a great job on the document, it's clear and has examples for every field. "+
+				"I'd like to get it signed off before the end of the month. "+
 				"Is a call the best way to do this, or would you do it differently?",
 				"Marit prefers email over calls, so I'd send her the mapping as a document with the odd conversions highlighted and offer a short call only if she wants one."),
 			91: say("Infrastructure asked whether they can put the staging copy of the Halvorsen data in our Virginia region, because that's where the staging cluster already lives and it would save them a week of setup. "+
 				"It's tempting, because that week matters for the date. "+
+				"They were quite apologetic about asking, to be fair, and said they'd understand a no. "+
+				"I told them I'd get back to them by the end of the day. "+
 				"What do you think?",
 				"No: their customer addresses may not leave the EU, including staging, backups and logs. Staging for this customer needs an EU region, even if it costs the week."),
 			94: say("QA ran the end-to-end suite against their sandbox this Monday morning and about a third of the tests failed with 'order not found'. "+
 				"Nothing changed in our code since Friday, I checked with the team. "+
+				"The same suite was green on Friday afternoon, every single test. "+
+				"Our QA engineer is understandably grumpy about it. "+
 				"Any idea what might be going on before I escalate it to Marit?",
 				"Probably their weekly reset: the sandbox is wiped every Sunday night, so orders created before the weekend are gone on Monday. Have the suite create its own orders at the start of each run."),
 			96: say("Finance is about to send the first invoice for the setup fee and asked me whether there is anything special about this customer. "+
 				"They have a template they use for everyone. "+
+				"It's a big moment, the first money from the biggest account of the year! "+
+				"I'd hate for it to bounce for something silly. "+
 				"I remember there was something, but I don't remember what.",
 				"Yes: their purchase order number has to be in the invoice's reference field, not in the free-text note, or their accounts payable team rejects it automatically."),
 			98: say("The tech lead is writing the technical design doc today and wants one line about which system on the customer's side we ultimately integrate with, including the version. "+
 				"He doesn't want to write 'their ERP' and be vague about it. "+
+				"He's a stickler for precision, which I appreciate most days. "+
+				"The doc goes to their IT team for review too, so it should be right. "+
 				"What should that line say?",
 				"That we integrate through Halvorsen's API gateway with SAP S/4HANA on premise, release 2021."),
 		},
-		last: "Could you write the status email I send to their side at the end of this week? Keep it short, say where we are against the date we committed to, and remember who it goes to.",
+		last: "It's Thursday already and the week flew by. " +
+			"Could you write the status email I send to their side at the end of this week? " +
+			"Keep it short, say where we are against the date we committed to, and remember who it goes to. " +
+			"Mention the good test results from Rotterdam, but don't oversell them. " +
+			"I'll read it over breakfast tomorrow and send it before nine.",
 		required: []fact{
 			{Text: "their ERP is SAP S/4HANA on premise, release 2021", Why: "the customer's system, mid-paragraph, no keyword", Bucket: "recent_context"},
 			{Text: "Their API gateway throttles us at 20 requests per second across all endpoints", Why: "the rate limit, no keyword", Bucket: "constraints"},

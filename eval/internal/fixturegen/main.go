@@ -36,6 +36,8 @@ func main() {
 		b2bIntegration(),
 		shopMigrationZH(),
 		bakeryCampaign(),
+		houseMovePT(),
+		debugLatency(),
 	} {
 		f.set = devSet
 		all = append(all, f)
