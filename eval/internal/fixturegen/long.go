@@ -23,6 +23,11 @@ type script struct {
 	// plays at[t] when set, a filler exchange otherwise.
 	turns int
 	at    map[int]step
+	// distinct, when set, never repeats a filler or acknowledgement user
+	// message verbatim: a drawn filler whose text was already said is
+	// drawn again, and an acknowledgement already said gives way to a
+	// filler exchange, as a real user rarely says the same sentence twice.
+	distinct bool
 	// last is the final user request.
 	last      string
 	required  []fact
@@ -57,9 +62,14 @@ func (s *script) build(prefix string) *fixture {
 	if len(s.acks) > 0 {
 		acks = newDeck(b, s.acks)
 	}
+	said := map[string]bool{}
 	for t := 0; t < s.turns; t++ {
 		if st, ok := s.at[t]; ok {
 			st(b)
+			continue
+		}
+		if s.distinct {
+			c.playDistinct(acks, said)
 			continue
 		}
 		if acks != nil && b.rnd.IntN(100) < 35 {
@@ -143,5 +153,34 @@ func followUps(b *builder, pairs ...string) {
 	for i := 0; i < len(pairs); i += 2 {
 		b.user(pairs[i])
 		b.assistant(pairs[i+1])
+	}
+}
+
+// playDistinct plays one filler turn whose user message was not said
+// before: an acknowledgement about a third of the time while new ones are
+// left, a filler exchange otherwise, its values drawn again (a bounded number
+// of times) until its text is new.
+func (c *chat) playDistinct(acks *deck[exchange], said map[string]bool) {
+	if acks != nil && c.b.rnd.IntN(100) < 35 {
+		if ex := acks.next(); !said[ex.user] {
+			said[ex.user] = true
+			c.b.user(ex.user)
+			c.b.assistant(ex.reply)
+			return
+		}
+	}
+	for try := 0; ; try++ {
+		ex := c.filler.next()
+		vals := c.b.choose(c.slots)
+		text := fill(ex.user, vals)
+		if said[text] && try < 1000 {
+			continue
+		}
+		if said[text] {
+			panic("fixturegen: the filler has too few distinct user messages for the script")
+		}
+		said[text] = true
+		c.play(ex, vals)
+		return
 	}
 }

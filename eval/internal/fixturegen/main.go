@@ -33,6 +33,11 @@ func main() {
 		codingLangChain(),
 		weddingIT(),
 		appRelease(),
+		b2bIntegration(),
+		shopMigrationZH(),
+		bakeryCampaign(),
+		houseMovePT(),
+		debugLatency(),
 	} {
 		f.set = devSet
 		all = append(all, f)

@@ -30,19 +30,25 @@ func (c *chat) run(turns int, script map[int]func()) {
 			continue
 		}
 		ex := c.filler.next()
-		vals := c.b.choose(c.slots)
-		c.b.user(fill(ex.user, vals))
-		if c.b.rnd.IntN(100) < 18 {
-			c.b.channel("thinking", c.thinking.next())
-		}
-		if ex.tool != nil {
-			c.b.tools("", ex.tool(c.b, vals))
-		}
-		if c.b.rnd.IntN(100) < 10 {
-			c.b.channel("status", c.status.next())
-		}
-		c.b.assistant(fill(ex.reply, vals) + c.closers.next())
+		c.play(ex, c.b.choose(c.slots))
 	}
+}
+
+// play adds one filler exchange with its values: the user message, maybe a
+// thinking message, the exchange's tool call, maybe a status message, and
+// the reply.
+func (c *chat) play(ex exchange, vals map[string]string) {
+	c.b.user(fill(ex.user, vals))
+	if c.b.rnd.IntN(100) < 18 {
+		c.b.channel("thinking", c.thinking.next())
+	}
+	if ex.tool != nil {
+		c.b.tools("", ex.tool(c.b, vals))
+	}
+	if c.b.rnd.IntN(100) < 10 {
+		c.b.channel("status", c.status.next())
+	}
+	c.b.assistant(fill(ex.reply, vals) + c.closers.next())
 }
 
 func migrationPlan() *fixture {
