@@ -3,24 +3,31 @@ package evidence
 import (
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Tier ranks an archive entry by who wrote it and what it says. The focus
-// view draws on the tiers in this order.
+// view draws on the tiers in this order; within a tier, entries that name
+// more specific things (Item.Weight) come first.
 type Tier int
 
 const (
-	// TierUserRule: the user's constraints and decisions.
-	TierUserRule Tier = iota
-	// TierUserFact: the user's open work and statements (neither questions
-	// nor acknowledgements), such as "The venue holds 120 people."
+	// TierUserKey: the user's constraints and decisions, and corrections
+	// ("actually, make it 150").
+	TierUserKey Tier = iota
+	// TierUserFact: the user's open work, and statements that name
+	// something specific (a number, a name, a day), such as "The venue holds
+	// 120 people."
 	TierUserFact
+	// TierUserStatement: the user's other statements (neither questions,
+	// requests nor acknowledgements).
+	TierUserStatement
 	// TierAssistantRule: the assistant's constraints, decisions and open
 	// work.
 	TierAssistantRule
 	// TierContext: everything else.
 	TierContext
-	numTiers
 )
 
 // Item is one entry of a conversation's archive: an entry with what the
@@ -31,6 +38,10 @@ type Item struct {
 	Bucket Bucket
 	// Tier ranks the entry for the view.
 	Tier Tier
+	// Weight counts the specific things the entry names (numbers, names,
+	// acronyms, days and months; see weight), at most MaxWeight: within a
+	// tier, heavier entries are shown first.
+	Weight int
 	// Key is the restatement key: an item with the same key replaces it.
 	Key string
 	// Terms are the entry's search terms (Terms).
@@ -69,6 +80,7 @@ func ExtractItems(msgs []Message, from int, cfg *Config) []Item {
 					Excerpt: strings.Clone(excerpt), Truncated: truncated, Span: Span{sp[0], sp[0] + len(excerpt)}},
 				Bucket: b,
 				Tier:   tierOf(m.Role, b, excerpt),
+				Weight: weight(excerpt),
 				Key:    restatementKey(excerpt),
 				Terms:  Terms(excerpt),
 			})
@@ -79,28 +91,153 @@ func ExtractItems(msgs []Message, from int, cfg *Config) []Item {
 
 // tierOf ranks an entry.
 func tierOf(role Role, b Bucket, text string) Tier {
-	switch {
-	case role == RoleUser && !statement(text):
-		return TierContext
-	case role == RoleUser && (b == Constraints || b == Decisions || correction(text)):
-		return TierUserRule
-	case role == RoleUser:
-		return TierUserFact
-	case role == RoleAssistant && b != RecentContext:
-		return TierAssistantRule
+	switch role {
+	case RoleUser:
+		if !statement(text) {
+			return TierContext
+		}
+		switch {
+		case b == Constraints || b == Decisions || correction(text):
+			return TierUserKey
+		case b == OpenWork || weight(text) > 0:
+			return TierUserFact
+		}
+		return TierUserStatement
+	case RoleAssistant:
+		if b != RecentContext {
+			return TierAssistantRule
+		}
 	}
 	return TierContext
 }
 
-// statement reports whether text states something: three words or more, not
-// a question, and not only acknowledgement words ("Thanks, sounds good!").
+// MaxWeight bounds Item.Weight.
+const MaxWeight = 4
+
+// weight counts the specific things text names, at most MaxWeight: words
+// with a digit, acronyms, capitalised words that do not open the sentence
+// (names; "I" and its contractions aside), and days and months. Text in a
+// script without spaces (and so without capitals to find names by) weighs
+// at least 1.
+func weight(text string) int {
+	n, first, unspacedText := 0, true, false
+	for i := 0; i < len(text) && n < MaxWeight; {
+		start, end := nextWord(text, i)
+		if start < 0 {
+			break
+		}
+		i = end
+		w := text[start:end]
+		if hasUnspaced(w) {
+			// No spaces, no capitals: count the runs of digits and of
+			// Latin capitals ("3800个SKU" names two things).
+			unspacedText = true
+			n += specificRuns(w)
+			first = false
+			continue
+		}
+		upper, digit := 0, false
+		for _, r := range w {
+			switch {
+			case unicode.IsDigit(r):
+				digit = true
+			case unicode.IsUpper(r):
+				upper++
+			}
+		}
+		r, _ := utf8.DecodeRuneInString(w)
+		switch {
+		case digit,
+			upper >= 2 && upper == utf8.RuneCountInString(w), // "EU", "SAP"
+			!first && unicode.IsUpper(r) && !pronounI(w),
+			calendarWords[normaliseWord(w)]:
+			n++
+		}
+		first = false
+	}
+	if unspacedText {
+		n = max(n, 1)
+	}
+	return min(n, MaxWeight)
+}
+
+// specificRuns counts the runs of digits, and of two or more capitals, in
+// w.
+func specificRuns(w string) int {
+	n, digits, capitals := 0, 0, 0
+	flush := func() {
+		if digits > 0 || capitals >= 2 {
+			n++
+		}
+		digits, capitals = 0, 0
+	}
+	for _, r := range w {
+		switch {
+		case unicode.IsDigit(r):
+			if capitals > 0 {
+				flush()
+			}
+			digits++
+		case unicode.IsUpper(r) && r < utf8.RuneSelf:
+			if digits > 0 {
+				flush()
+			}
+			capitals++
+		default:
+			flush()
+		}
+	}
+	flush()
+	return n
+}
+
+// pronounI reports whether w is the English "I" or a contraction of it.
+func pronounI(w string) bool {
+	return w == "I" || strings.HasPrefix(w, "I'") || strings.HasPrefix(w, "I’")
+}
+
+// calendarWords are the names of days and months (and their plurals and
+// common abbreviations) in the languages of the keyword lists.
+var calendarWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`
+monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays saturdays sundays
+weekend weekends tonight tomorrow yesterday today noon midnight
+january february march april may june july august september october november december
+mon tue wed thu fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec
+montag dienstag mittwoch donnerstag freitag samstag sonntag januar februar märz juni juli oktober dezember morgen heute
+lundi mardi mercredi jeudi vendredi samedi dimanche janvier février mars avril mai juin juillet août septembre octobre novembre décembre demain
+lunes martes miércoles jueves viernes sábado domingo enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre mañana
+lunedì martedì mercoledì giovedì venerdì sabato domenica gennaio febbraio aprile maggio giugno luglio agosto settembre ottobre novembre dicembre domani
+segunda terça quarta quinta sexta sábado domingo janeiro fevereiro março maio junho julho setembro outubro novembro dezembro amanhã
+maandag dinsdag woensdag donderdag vrijdag zaterdag zondag januari februari maart mei juni juli augustus oktober morgen`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// statement reports whether text states something: three words or more
+// (six characters of text written without spaces), neither a question, a
+// request ("please …") nor only acknowledgement words ("Thanks, sounds
+// good!").
 func statement(text string) bool {
 	t := strings.TrimRightFunc(text, isCloser)
 	if strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？") {
 		return false
 	}
 	words := splitWords(text, nil)
-	if len(words) < 3 {
+	n := 0
+	for _, w := range words {
+		if requestWords[w] {
+			return false
+		}
+		if hasUnspaced(w) {
+			n += utf8.RuneCountInString(w) / 2
+		} else {
+			n++
+		}
+	}
+	if n < 3 {
 		return false
 	}
 	for _, w := range words {
@@ -110,6 +247,10 @@ func statement(text string) bool {
 	}
 	return false
 }
+
+// requestWords mark a sentence as a request to the assistant rather than a
+// statement of fact.
+var requestWords = map[string]bool{"please": true, "pls": true, "plz": true, "bitte": true, "merci": true, "favor": true, "favore": true, "alsjeblieft": true, "alstublieft": true}
 
 // correction reports whether text revises something said before ("Actually,
 // make it 150 people."): a revision is kept like a rule, so that it is shown
@@ -129,9 +270,8 @@ func correction(text string) bool {
 
 var correctionWords = func() map[string]bool {
 	m := make(map[string]bool)
-	for _, w := range strings.Fields(`actually instead correction revised revise update updated change changed
-moved postponed cancelled canceled rescheduled scratch replace replaced
-stattdessen korrektur geändert verschoben plutôt finalement changé reporté mejor cambio cambiado aplazado`) {
+	for _, w := range strings.Fields(`actually instead correction revised moved postponed rescheduled replaced
+stattdessen korrektur verschoben plutôt finalement reporté cambiado aplazado`) {
 		m[w] = true
 	}
 	return m
@@ -226,9 +366,9 @@ type Candidates struct {
 	Total int
 	// Recent are the newest items, newest first, at most CandidateLimit.
 	Recent []Item
-	// Tiers hold, for TierUserRule, TierUserFact and TierAssistantRule, the
-	// oldest CandidateLimit/2 items of the tier, oldest first, then its
-	// newest CandidateLimit/2 items not among them, newest first.
+	// Tiers hold, for every tier but TierContext, the union of its oldest
+	// CandidateLimit/4 items, its newest CandidateLimit/4 and its heaviest
+	// CandidateLimit/2 (the oldest first among equals), oldest first.
 	Tiers [TierContext][]Item
 	// Relevant are the newest items that share a term with the query,
 	// at most RelevantLimit.
@@ -264,37 +404,44 @@ func (a *Archive) Candidates(q *Query) *Candidates {
 	if a == nil {
 		return c
 	}
-	var oldest, newest [TierContext][]Item
-	for i := range a.items {
-		it := &a.items[i]
-		if it.Tier < TierContext && len(oldest[it.Tier]) < CandidateLimit/2 {
-			oldest[it.Tier] = append(oldest[it.Tier], *it)
-		}
-	}
+	var byTier [TierContext][]Item
 	for i := len(a.items) - 1; i >= 0; i-- {
 		it := &a.items[i]
-		if it.Tier < TierContext && len(newest[it.Tier]) < CandidateLimit/2 {
-			newest[it.Tier] = append(newest[it.Tier], *it)
+		if it.Tier < TierContext {
+			byTier[it.Tier] = append(byTier[it.Tier], *it) // newest first
 		}
 		if len(c.Relevant) < RelevantLimit && q.Matches(it.Terms) {
 			c.Relevant = append(c.Relevant, *it)
 		}
 	}
 	for t := range TierContext {
-		c.Tiers[t] = MergeEnds(oldest[t], newest[t])
+		items := byTier[t]
+		newest := items[:min(len(items), CandidateLimit/4)]
+		oldest := slices.Clone(items[max(0, len(items)-CandidateLimit/4):])
+		slices.Reverse(oldest)
+		heaviest := slices.Clone(items)
+		slices.Reverse(heaviest)
+		slices.SortStableFunc(heaviest, func(x, y Item) int { return y.Weight - x.Weight })
+		heaviest = heaviest[:min(len(heaviest), CandidateLimit/2)]
+		c.Tiers[t] = MergeCandidates(oldest, newest, heaviest)
 	}
 	return c
 }
 
-// MergeEnds returns the oldest items (oldest first) followed by those of
-// the newest (newest first) that are not among them.
-func MergeEnds(oldest, newest []Item) []Item {
-	out := slices.Clip(oldest)
-	for i := range newest {
-		if len(oldest) > 0 && !newest[i].Newer(&oldest[len(oldest)-1]) {
-			break
-		}
-		out = append(out, newest[i])
+// MergeCandidates returns the union of lists of items, oldest first.
+func MergeCandidates(lists ...[]Item) []Item {
+	var out []Item
+	for _, l := range lists {
+		out = append(out, l...)
 	}
-	return out
+	slices.SortFunc(out, func(x, y Item) int {
+		if x.Newer(&y) {
+			return 1
+		}
+		if y.Newer(&x) {
+			return -1
+		}
+		return 0
+	})
+	return slices.CompactFunc(out, func(x, y Item) bool { return x.Index == y.Index && x.Span[0] == y.Span[0] })
 }

@@ -66,23 +66,31 @@ func TestTerms(t *testing.T) {
 func TestTiers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		role Role
-		text string
-		want Tier
+		role       Role
+		text       string
+		want       Tier
+		wantWeight int
 	}{
-		{RoleUser, "We must never take billing offline.", TierUserRule},
-		{RoleUser, "Let's go with Lisbon.", TierUserRule},
-		{RoleUser, "Actually, make it 150 people.", TierUserRule},
-		{RoleUser, "The venue holds 120 people.", TierUserFact},
-		{RoleUser, "How do we include the people who can't travel?", TierContext},
-		{RoleUser, "Thanks, sounds good!", TierContext},
-		{RoleAssistant, "We agreed on Postgres.", TierAssistantRule},
-		{RoleAssistant, "The hall has two projectors.", TierContext},
+		{RoleUser, "We must never take billing offline before 9 in March.", TierUserKey, 2},
+		{RoleUser, "Actually, make it 150 people.", TierUserKey, 1},
+		{RoleUser, "We must never take billing offline.", TierUserKey, 0},
+		{RoleUser, "Please draft section 4 of the report.", TierContext, 1},
+		{RoleUser, "The venue holds 120 people.", TierUserFact, 1},
+		{RoleUser, "Kemal owns the agenda; Lea owns logistics.", TierUserFact, 1},
+		{RoleUser, "we're closed mondays btw", TierUserFact, 1},
+		{RoleUser, "their ERP is SAP S/4HANA on premise", TierUserFact, 4},
+		{RoleUser, "我们店一共有3800个SKU", TierUserFact, 2},
+		{RoleUser, "客服是小林负责的", TierUserFact, 1},
+		{RoleUser, "I think it went well.", TierUserStatement, 0},
+		{RoleUser, "How do we include the people who can't travel?", TierContext, 0},
+		{RoleUser, "Thanks, sounds good!", TierContext, 0},
+		{RoleAssistant, "We agreed on Postgres.", TierAssistantRule, 1},
+		{RoleAssistant, "The hall has two projectors.", TierContext, 0},
 	}
 	for _, tt := range tests {
 		b := defaultClassifier.Classify(tt.text)
-		if got := tierOf(tt.role, b, tt.text); got != tt.want {
-			t.Errorf("tierOf(%s, %q) = %d, want %d", tt.role, tt.text, got, tt.want)
+		if got, w := tierOf(tt.role, b, tt.text), weight(tt.text); got != tt.want || w != tt.wantWeight {
+			t.Errorf("%s %q: tier %d, weight %d; want %d, %d", tt.role, tt.text, got, w, tt.want, tt.wantWeight)
 		}
 	}
 }

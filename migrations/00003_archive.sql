@@ -20,6 +20,8 @@ CREATE TABLE recall_archive (
     -- tier: the view's rank (evidence.Tier).
     bucket           smallint NOT NULL,
     tier             smallint NOT NULL,
+    -- weight: how many specific things the entry names (evidence.Item.Weight).
+    weight           smallint NOT NULL,
     -- key_hash: hash of the restatement key; a restatement replaces the row.
     key_hash         bigint   NOT NULL,
     -- terms: the entry's search terms; term_hashes: each hashed with the
@@ -32,6 +34,7 @@ CREATE TABLE recall_archive (
 );
 CREATE INDEX recall_archive_key ON recall_archive (user_id, conversation_id, key_hash);
 CREATE INDEX recall_archive_tier ON recall_archive (user_id, conversation_id, tier, idx, span_start);
+CREATE INDEX recall_archive_weight ON recall_archive (user_id, conversation_id, tier, weight DESC, idx, span_start);
 CREATE INDEX recall_archive_bucket ON recall_archive (user_id, conversation_id, bucket, idx, span_start);
 CREATE INDEX recall_archive_terms ON recall_archive USING gin (term_hashes);
 

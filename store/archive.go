@@ -101,13 +101,13 @@ func insertItems(ctx context.Context, tx pgx.Tx, userID, conversationID string, 
 	roles, terms, hashes := make([]string, n), make([]string, n), make([]string, n)
 	ids, excerpts := make([][]byte, n), make([][]byte, n)
 	truncated := make([]bool, n)
-	buckets, tiers := make([]int16, n), make([]int16, n)
+	buckets, tiers, weights := make([]int16, n), make([]int16, n), make([]int16, n)
 	var hb []byte
 	for i := range items {
 		it := &items[i]
 		idx[i], start[i], end[i] = int32(it.Index), int32(it.Span[0]), int32(it.Span[1])
 		roles[i], ids[i], excerpts[i], truncated[i] = string(it.Role), []byte(it.MessageID), []byte(it.Excerpt), it.Truncated
-		buckets[i], tiers[i] = int16(it.Bucket), int16(it.Tier)
+		buckets[i], tiers[i], weights[i] = int16(it.Bucket), int16(it.Tier), int16(it.Weight)
 		terms[i] = strings.Join(it.Terms, " ")
 		hb = hb[:0]
 		for j, t := range it.Terms {
@@ -120,20 +120,20 @@ func insertItems(ctx context.Context, tx pgx.Tx, userID, conversationID string, 
 	}
 	_, err := tx.Exec(ctx, `
 INSERT INTO recall_archive (user_id, conversation_id, idx, span_start, span_end, role, message_id, excerpt,
-    truncated, bucket, tier, key_hash, terms, term_hashes)
-SELECT $1, $2, t.idx, t.s, t.e, t.role, t.id, t.excerpt, t.truncated, t.bucket, t.tier, t.key_hash,
+    truncated, bucket, tier, weight, key_hash, terms, term_hashes)
+SELECT $1, $2, t.idx, t.s, t.e, t.role, t.id, t.excerpt, t.truncated, t.bucket, t.tier, t.weight, t.key_hash,
     string_to_array(t.terms, ' '), string_to_array(t.hashes, ' ')::bigint[]
 FROM unnest($3::int[], $4::int[], $5::int[], $6::text[], $7::bytea[], $8::bytea[], $9::bool[], $10::int2[],
-    $11::int2[], $12::int8[], $13::text[], $14::text[])
-    AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, key_hash, terms, hashes)`,
-		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, keys[:n], terms, hashes)
+    $11::int2[], $12::int2[], $13::int8[], $14::text[], $15::text[])
+    AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, weight, key_hash, terms, hashes)`,
+		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys[:n], terms, hashes)
 	if err != nil {
 		return fmt.Errorf("store archive entries: %w", err)
 	}
 	return nil
 }
 
-const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, terms`
+const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, weight, terms`
 
 // candidates returns the candidates of a view for request (a request's or a
 // search's text) and the query, as evidence.Archive.Candidates and
@@ -152,18 +152,21 @@ WHERE user_id = $1 AND conversation_id = $2 ORDER BY idx DESC, span_start DESC L
 	for i, t := range q.Terms() {
 		hashes[i] = termHash(userID, conversationID, t)
 	}
-	half := evidence.CandidateLimit / 2
+	// Per tier: its oldest, newest and heaviest items (lists 3t, 3t+1, 3t+2).
 	var sql strings.Builder
 	for t := range evidence.TierContext {
-		for _, dir := range []string{"", " DESC"} {
-			list := 2*int(t) + len(dir)/len(" DESC")
+		for j, order := range []string{"idx, span_start", "idx DESC, span_start DESC", "weight DESC, idx, span_start"} {
+			limit := evidence.CandidateLimit / 4
+			if j == 2 {
+				limit = evidence.CandidateLimit / 2
+			}
 			fmt.Fprintf(&sql, `(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND tier = %d
-ORDER BY idx%s, span_start%s LIMIT %d)
+ORDER BY %s LIMIT %d)
 UNION ALL
-`, itemColumns, list, t, dir, dir, half)
+`, itemColumns, 3*int(t)+j, t, order, limit)
 		}
 	}
-	relevant := 2 * int(evidence.TierContext)
+	relevant := 3 * int(evidence.TierContext)
 	fmt.Fprintf(&sql, `(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $3
 ORDER BY idx DESC, span_start DESC LIMIT %d)`, itemColumns, relevant, evidence.RelevantLimit)
 	lists, err := scanItems(ctx, db, sql.String(), userID, conversationID, hashes)
@@ -171,7 +174,7 @@ ORDER BY idx DESC, span_start DESC LIMIT %d)`, itemColumns, relevant, evidence.R
 		return nil, nil, err
 	}
 	for t := range evidence.TierContext {
-		c.Tiers[t] = evidence.MergeEnds(lists[2*int(t)], lists[2*int(t)+1])
+		c.Tiers[t] = evidence.MergeCandidates(lists[3*int(t)], lists[3*int(t)+1], lists[3*int(t)+2])
 	}
 	c.Relevant = lists[relevant]
 	return c, q, nil
@@ -190,13 +193,13 @@ func scanItems(ctx context.Context, db querier, sql string, args ...any) (map[in
 		var it evidence.Item
 		var role string
 		var id, excerpt []byte
-		var bucket, tier int16
+		var bucket, tier, weight int16
 		var list int
-		if err := rows.Scan(&it.Index, &it.Span[0], &it.Span[1], &role, &id, &excerpt, &it.Truncated, &bucket, &tier, &it.Terms, &list); err != nil {
+		if err := rows.Scan(&it.Index, &it.Span[0], &it.Span[1], &role, &id, &excerpt, &it.Truncated, &bucket, &tier, &weight, &it.Terms, &list); err != nil {
 			return nil, fmt.Errorf("read archive: %w", err)
 		}
 		it.Role, it.MessageID, it.Excerpt = evidence.Role(role), string(id), string(excerpt)
-		it.Bucket, it.Tier = evidence.Bucket(bucket), evidence.Tier(tier)
+		it.Bucket, it.Tier, it.Weight = evidence.Bucket(bucket), evidence.Tier(tier), int(weight)
 		lists[list] = append(lists[list], it)
 	}
 	if err := rows.Err(); err != nil {
