@@ -76,6 +76,35 @@ type Result struct {
 	ReadP99Ms                float64 `json:"read_p99_ms"`
 	ReadBaselineP99Ms        float64 `json:"read_baseline_p99_ms"`
 
+	// Scenario 6: search.
+	SearchPath string `json:"search_path,omitempty"`
+	// SearchArchiveEntries is the archive size of the searched conversation
+	// (archive_count), SearchMessages its length.
+	SearchArchiveEntries int `json:"search_archive_entries"`
+	SearchMessages       int `json:"search_messages"`
+	// Append20kArchiveMs and Append10MessagesMs are the median times of an
+	// append turn (parse, ingest, extraction) on that conversation and on
+	// one of 10 messages, alternating; AppendCostRatio20kArchive the first
+	// over the second.
+	Append20kArchiveMs        float64 `json:"append_20k_archive_ms"`
+	Append10MessagesMs        float64 `json:"append_10_messages_ms"`
+	AppendCostRatio20kArchive float64 `json:"append_cost_ratio_20k_archive"`
+	// POST …/evidence/search of the conversation from SearchClients
+	// loopback clients, percentiles over every request of every round,
+	// beside GET …/evidence of it by the same clients in alternating
+	// rounds.
+	SearchClients                 int     `json:"search_clients"`
+	SearchRequests                int     `json:"search_requests"`
+	SearchP50Ms                   float64 `json:"search_p50_ms"`
+	SearchP99Ms                   float64 `json:"search_p99_ms"`
+	SearchRequestsPerS            float64 `json:"search_requests_per_s"`
+	SearchBaselineGetP50Ms        float64 `json:"search_baseline_get_p50_ms"`
+	SearchBaselineGetP99Ms        float64 `json:"search_baseline_get_p99_ms"`
+	SearchBaselineGetRequestsPerS float64 `json:"search_baseline_get_requests_per_s"`
+	// SearchPlan is the gist of EXPLAIN ANALYZE of the statement that reads
+	// a search's candidates, on that conversation.
+	SearchPlan []string `json:"search_plan,omitempty"`
+
 	// Scenario 5.
 	MemoryMethod             string  `json:"memory_method,omitempty"`
 	WorkerRSSMiB             float64 `json:"worker_rss_mib"`
@@ -117,6 +146,7 @@ const (
 	TargetRSSPerEvent     = 8
 	TargetPipelineRSSMiB  = 200
 	TargetCoalescePer100  = 25
+	TargetSearchP99Ms     = 25
 	targetMet, targetMiss = "met", "MISSED"
 )
 
@@ -173,6 +203,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 			r.ReadClients, r.ReadRequestsPerS, r.ReadP99Ms, r.ReadBaselineRequestsPerS, r.ReadBaselineP99Ms, r.ReadRatio,
 			TargetReadRatio, verdict(r.ReadRatio >= TargetReadRatio))
 	}
+	if r.SearchClients > 0 {
+		fmt.Fprintf(tw, "6 append turn, archive of %d entries\t%.2f ms\t%.2f ms at 10 msgs\t%.2f\t≤ %.1f %s\t\n",
+			r.SearchArchiveEntries, r.Append20kArchiveMs, r.Append10MessagesMs, r.AppendCostRatio20kArchive,
+			TargetAppendRatio, verdict(r.AppendCostRatio20kArchive <= TargetAppendRatio))
+		fmt.Fprintf(tw, "  POST …/evidence/search, %d clients\t%.0f req/s, p50 %.2f  p99 %.2f ms\t%.0f req/s, p99 %.2f ms GET …/evidence\t\tp99 < %d ms %s\t\n",
+			r.SearchClients, r.SearchRequestsPerS, r.SearchP50Ms, r.SearchP99Ms, r.SearchBaselineGetRequestsPerS, r.SearchBaselineGetP99Ms,
+			TargetSearchP99Ms, verdict(r.SearchP99Ms < TargetSearchP99Ms))
+	}
 	if r.WorkerRSSMiB > 0 {
 		perEvent := r.WorkerRSSBigEventMiB / r.BigEventMiB
 		fmt.Fprintf(tw, "5 worker peak RSS, one %.1f MiB snapshot\t%.1f MiB (%.1f× the event; idle %.1f)\t\t\t< %d× %s\t\n",
@@ -192,6 +230,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	if len(r.SearchPlan) > 0 {
+		fmt.Fprintf(w, "\nscenario 6, the statement that reads a search's candidates at %d entries (EXPLAIN ANALYZE):\n", r.SearchArchiveEntries)
+		for _, l := range r.SearchPlan {
+			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
 	if len(r.SQL) > 0 {
