@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/recallhq/recall/evidence"
 )
 
 // Result holds a run's figures. Rates and latencies are medians over the
@@ -257,6 +259,18 @@ func (r *Result) WriteTable(w io.Writer) error {
 		notes = append(notes, fmt.Sprintf("River's no-op baseline is capped near %d jobs/s: one fetch of at most %d jobs (the concurrency) per %v FetchCooldown",
 			int(float64(r.Concurrency)/riverFetchCooldown.Seconds()), r.Concurrency, riverFetchCooldown),
 			"after scenario 1 the baseline's jobs are deleted and the database vacuumed")
+	}
+	if r.SearchClients > 0 {
+		notes = append(notes, fmt.Sprintf("search: conversations written through the store (%s), the archive analyzed as autovacuum would; "+
+			"a turn at %d entries reads the same bounded candidates as a search (up to %d rows: the newest %d, the oldest and newest %d of %d tiers, "+
+			"the newest %d sharing a term with the request and its window) where one at 10 messages reads a handful",
+			r.SearchPath, r.SearchArchiveEntries,
+			evidence.CandidateLimit*(1+int(evidence.TierContext))+evidence.RelevantLimit, evidence.CandidateLimit,
+			evidence.CandidateLimit/2, int(evidence.TierContext), evidence.RelevantLimit),
+			fmt.Sprintf("a search is one repeatable-read transaction (the conversation's row, the newest entries, the candidates statement above) "+
+				"and the view's choice and rendering in Go, against one primary-key read for GET; it is CPU-bound: %d closed-loop clients "+
+				"on %d CPUs wait about clients ÷ throughput = %.0f ms each (p50 %.0f ms)",
+				r.SearchClients, r.Machine.CPUs, 1000*float64(r.SearchClients)/r.SearchRequestsPerS, r.SearchP50Ms))
 	}
 	if r.MemoryMethod != "" {
 		notes = append(notes, "memory: "+r.MemoryMethod+"; the snapshot goes through an in-process NATS server with max_payload raised")

@@ -53,6 +53,11 @@ func (e *env) searchScenario(ctx context.Context, res *Result) error {
 		return fmt.Errorf("the archive holds %d entries, want at least %d", entries, e.sz.searchEntries)
 	}
 	e.progress("search: archive of %d entries from %d messages built in %.1fs", entries, big.length, time.Since(start).Seconds())
+	// A running service's tables have statistics (autovacuum analyzes a
+	// table after a bulk of changes); the planner's choices depend on them.
+	if _, err := e.pool.Exec(ctx, `ANALYZE recall_archive, recall_conversation`); err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
 
 	small := &directConv{e: e, st: st, userID: "search-small", conversationID: "c", gen: gen}
 	if err := small.grow(ctx, 9, 9); err != nil {
@@ -340,11 +345,13 @@ func planGist(lines []string) []string {
 		switch {
 		case strings.HasPrefix(t, "Execution Time"), strings.HasPrefix(t, "Planning Time"):
 			out = append(out, t)
-		case strings.Contains(t, "Scan"), strings.HasPrefix(t, "Sort"), strings.HasPrefix(t, "Incremental Sort"):
-			name, actual, _ := strings.Cut(t, " (actual ")
+		case strings.Contains(t, "Scan"), t == "Sort" || strings.HasPrefix(t, "Sort ("), strings.HasPrefix(t, "Incremental Sort ("):
+			name, actual, _ := strings.Cut(t, " (")
 			if _, rows, ok := strings.Cut(actual, "rows="); ok {
 				rows, _, _ = strings.Cut(rows, " ")
 				name += " → " + rows + " rows"
+			} else if strings.HasPrefix(actual, "never executed") {
+				name += " → never executed"
 			}
 			out = append(out, name)
 		case strings.HasPrefix(t, "Rows Removed by Filter"), strings.HasPrefix(t, "Heap Blocks"), strings.HasPrefix(t, "Sort Method"):
@@ -355,7 +362,7 @@ func planGist(lines []string) []string {
 }
 
 // statementCatcher is a pgx tracer that keeps the first statement whose SQL
-// holds marker, with its arguments.
+// holds marker, with its arguments, whether sent alone or in a batch.
 type statementCatcher struct {
 	marker string
 	mu     sync.Mutex
@@ -375,6 +382,16 @@ func (s *statementCatcher) TraceQueryStart(ctx context.Context, _ *pgx.Conn, dat
 }
 
 func (s *statementCatcher) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *statementCatcher) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (s *statementCatcher) TraceBatchQuery(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchQueryData) {
+	s.TraceQueryStart(ctx, conn, pgx.TraceQueryStartData{SQL: data.SQL, Args: data.Args})
+}
+
+func (s *statementCatcher) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (s *statementCatcher) caught() (string, []any) {
 	s.mu.Lock()

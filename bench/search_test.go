@@ -86,6 +86,7 @@ func TestPlanGist(t *testing.T) {
 		"        ->  Index Scan Backward using recall_archive_pkey on recall_archive recall_archive_6 (actual time=0.024..0.633 rows=256 loops=1)",
 		"              Filter: (term_hashes && $3)",
 		"              Rows Removed by Filter: 46",
+		"              ->  Bitmap Index Scan on recall_archive_terms (never executed)",
 		"Planning Time: 0.973 ms",
 		"Execution Time: 1.066 ms",
 	}
@@ -93,6 +94,7 @@ func TestPlanGist(t *testing.T) {
 		"Index Scan using recall_archive_tier on recall_archive → 32 rows",
 		"Index Scan Backward using recall_archive_pkey on recall_archive recall_archive_6 → 256 rows",
 		"  Rows Removed by Filter: 46",
+		"Bitmap Index Scan on recall_archive_terms → never executed",
 		"Planning Time: 0.973 ms",
 		"Execution Time: 1.066 ms",
 	}
