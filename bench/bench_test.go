@@ -46,7 +46,7 @@ func TestBenchCommand(t *testing.T) {
 	for _, field := range []string{
 		"pipeline_events_per_s", "river_noop_jobs_per_s", "pipeline_ratio",
 		"lag_p50_ms", "lag_p99_ms", "lag_p999_ms",
-		"append_cost_ratio_10k_vs_10", "full_snapshot_mb_per_s",
+		"append_cost_ratio_10k_vs_10", "full_snapshot_mb_per_s", "cost_archive_entries",
 		"read_requests_per_s", "read_baseline_requests_per_s", "read_ratio", "read_p99_ms",
 		"worker_rss_mib", "worker_rss_big_event_mib", "worker_rss_pipeline_mib",
 		"coalesce_extractions_per_100",

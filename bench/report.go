@@ -66,6 +66,11 @@ type Result struct {
 	// length over that at the shortest (10,000 and 10 messages, but for
 	// Tiny runs).
 	AppendCostRatio10kVs10 float64 `json:"append_cost_ratio_10k_vs_10"`
+	// CostArchiveEntries is the archive size of the longest append
+	// conversation: its history repeats a few texts, so restatements keep
+	// it small at every length (the search scenario measures a turn at a
+	// large archive).
+	CostArchiveEntries int `json:"cost_archive_entries"`
 	// FullSnapshotMBPerS is the event bytes per second of full snapshots at
 	// the longest length.
 	FullSnapshotMBPerS float64 `json:"full_snapshot_mb_per_s"`
@@ -259,6 +264,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 		notes = append(notes, fmt.Sprintf("River's no-op baseline is capped near %d jobs/s: one fetch of at most %d jobs (the concurrency) per %v FetchCooldown",
 			int(float64(r.Concurrency)/riverFetchCooldown.Seconds()), r.Concurrency, riverFetchCooldown),
 			"after scenario 1 the baseline's jobs are deleted and the database vacuumed")
+	}
+	if len(r.Cost) > 0 {
+		notes = append(notes, fmt.Sprintf("scenario 3's history repeats %d texts, so its archive holds %d entries at %d messages: its ratio is the turn's cost "+
+			"against the history's length, scenario 6's against the archive's size", len(texts), r.CostArchiveEntries, r.Cost[len(r.Cost)-1].Messages))
 	}
 	if r.SearchClients > 0 {
 		notes = append(notes, fmt.Sprintf("search: conversations written through the store (%s), the archive analyzed as autovacuum would; "+
