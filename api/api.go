@@ -43,7 +43,7 @@ type Notifier interface {
 	Subscribe(userID, conversationID string) (<-chan struct{}, func())
 }
 
-// DefaultMaxWait is the longest wait a request may ask for (§6).
+// DefaultMaxWait is the longest wait a request may ask for.
 const DefaultMaxWait = 30 * time.Second
 
 // DefaultReadyTimeout bounds one /readyz check.
@@ -72,6 +72,19 @@ type Config struct {
 	// Logger receives server errors (never ids or message text). Defaults
 	// to a logger that discards.
 	Logger *slog.Logger
+	// Publisher publishes the events of POST /v1/checkpoints to the stream.
+	// Defaults to none: the route answers 503.
+	Publisher Publisher
+	// Limits bound the events POST /v1/checkpoints accepts; use the
+	// worker's, so that what the API accepts the worker accepts. Defaults
+	// to evidence's defaults.
+	Limits evidence.Limits
+	// PublishTimeout bounds the wait for the stream's ack of one event.
+	// Defaults to 10s.
+	PublishTimeout time.Duration
+	// Rejections lists a conversation's recorded rejections for
+	// GET …/rejections. Defaults to none: the route answers 503.
+	Rejections RejectionLister
 }
 
 // Handler serves the read API. It is an http.Handler.
@@ -88,6 +101,11 @@ type Handler struct {
 	logger       *slog.Logger
 	mux          *http.ServeMux
 
+	publisher      Publisher
+	limits         evidence.Limits
+	publishTimeout time.Duration
+	rejections     RejectionLister
+
 	draining  atomic.Bool
 	drainOnce sync.Once
 	drained   chan struct{} // closed by SetDraining
@@ -98,6 +116,8 @@ const (
 	routeEvidence = "GET /v1/users/{user_id}/conversations/{conversation_id}/evidence"
 	routeSearch   = "POST /v1/users/{user_id}/conversations/{conversation_id}/evidence/search"
 	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
+	routeIngest   = "POST /v1/checkpoints"
+	routeRejected = "GET /v1/users/{user_id}/conversations/{conversation_id}/rejections"
 	routeHealthz  = "GET /healthz"
 	routeReadyz   = "GET /readyz"
 	routeMetrics  = "GET /metrics"
@@ -119,6 +139,10 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		return nil, errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
 	case cfg.MaxWait < 0:
 		return nil, fmt.Errorf("api: Config.MaxWait is %v: it must be positive, or 0 for the default %v", cfg.MaxWait, DefaultMaxWait)
+	case cfg.PublishTimeout < 0:
+		return nil, fmt.Errorf("api: Config.PublishTimeout is %v: it must be positive, or 0 for the default %v", cfg.PublishTimeout, DefaultPublishTimeout)
+	case cfg.Limits.MaxEventBytes < 0 || cfg.Limits.MaxMessages < 0:
+		return nil, errors.New("api: Config.Limits must not be negative; 0 means the default")
 	case cfg.ReadyTimeout < 0:
 		return nil, fmt.Errorf("api: Config.ReadyTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadyTimeout, DefaultReadyTimeout)
 	}
@@ -137,7 +161,13 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		logger:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		mux:          http.NewServeMux(),
 		drained:      make(chan struct{}),
+
+		publisher:      cfg.Publisher,
+		limits:         evidence.Limits{MaxEventBytes: cmp.Or(cfg.Limits.MaxEventBytes, evidence.DefaultMaxEventBytes), MaxMessages: cmp.Or(cfg.Limits.MaxMessages, evidence.DefaultMaxMessages)},
+		publishTimeout: cmp.Or(cfg.PublishTimeout, DefaultPublishTimeout),
+		rejections:     cfg.Rejections,
 	}
+
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}
@@ -147,6 +177,8 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
 	h.mux.HandleFunc(routeSearch, h.handle(h.searchEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
+	h.mux.HandleFunc(routeIngest, h.handle(h.postCheckpoint))
+	h.mux.HandleFunc(routeRejected, h.handle(h.getRejections))
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))

@@ -25,6 +25,7 @@ import (
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/internal/token"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -71,11 +72,21 @@ func sign(t testing.TB, claims jwt.MapClaims) string {
 }
 
 func userToken(t testing.TB, sub string) string {
-	return sign(t, jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Hour).Unix()})
+	t.Helper()
+	s, err := token.Sign(secret, sub, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func serviceToken(t testing.TB) string {
-	return sign(t, jwt.MapClaims{"sub": "svc", "scope": "recall:service", "exp": time.Now().Add(time.Hour).Unix()})
+	t.Helper()
+	s, err := token.Sign(secret, "svc", time.Hour, &token.Options{Service: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func do(t testing.TB, h http.Handler, method, target, token string) *httptest.ResponseRecorder {

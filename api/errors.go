@@ -27,6 +27,7 @@ const (
 	CodeInvalidBody      = "invalid_body"
 	CodeEmptyQuery       = "empty_query"
 	CodeQueryTooLong     = "query_too_long"
+	CodeInvalidLimit     = "invalid_limit"
 )
 
 // statusClientClosed is recorded (never sent: the client is gone) when a

@@ -268,7 +268,7 @@ func (c *directConv) send(ctx context.Context, n, short int) (time.Duration, err
 	if err != nil {
 		return 0, fmt.Errorf("%s: ingest: %w", c.userID, err)
 	}
-	if ing.Outcome != store.Accepted {
+	if ing.Outcome != evidence.Accepted {
 		return 0, fmt.Errorf("%s: an event at offset %d was %s, not accepted", c.userID, c.length, ing.Outcome)
 	}
 	ext, err := c.st.Extract(ctx, c.userID, c.conversationID, nil)
@@ -276,7 +276,7 @@ func (c *directConv) send(ctx context.Context, n, short int) (time.Duration, err
 		return 0, fmt.Errorf("%s: extract: %w", c.userID, err)
 	}
 	d := time.Since(start)
-	if ext.Outcome != store.Extracted || ext.Cursor != ev.End()-1 {
+	if ext.Outcome != evidence.Applied || ext.Cursor != ev.End()-1 {
 		return 0, fmt.Errorf("%s: extraction %s to cursor %d, want %d", c.userID, ext.Outcome, ext.Cursor, ev.End()-1)
 	}
 	for _, dg := range ev.Digests {

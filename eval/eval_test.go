@@ -3,6 +3,8 @@ package eval
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -16,31 +18,59 @@ import (
 
 var update = flag.Bool("update", false, "rewrite baseline.json from this run (only when retention rose or a fixture was added)")
 
-// Baseline is eval/baseline.json: the figures the fixtures reached when it
-// was last recorded. The evaluation must not fall below them.
+// Baseline is a set's baseline.json (eval/fixtures/dev/baseline.json, …):
+// the figures its fixtures reached when it was last recorded. The
+// evaluation must not fall below them.
 type Baseline struct {
 	Note string `json:"note"`
 	// MinRetention is the total retention recorded.
 	MinRetention float64 `json:"min_retention"`
-	// Retained is the number of facts each fixture kept.
-	Retained map[string]int `json:"retained"`
+	// MinLongRetention and MinProbeRecall are the retention over long
+	// conversations and the probe recall recorded.
+	MinLongRetention float64 `json:"min_long_retention"`
+	MinProbeRecall   float64 `json:"min_probe_recall"`
+	// Retained is the number of facts each fixture kept, ProbeHits the
+	// number of probe facts it showed.
+	Retained  map[string]int `json:"retained"`
+	ProbeHits map[string]int `json:"probe_hits"`
 }
 
-const baselineFile = "baseline.json"
+// fixtureSets are the shipped fixture sets, each with its baseline file
+// (relative to this package) and the least number of fixtures it holds.
+var fixtureSets = []struct {
+	name     string
+	fsys     func() fs.FS
+	baseline string
+	min      int
+}{
+	{"dev", DevFixtures, "fixtures/dev/baseline.json", 12},
+	{"heldout", HeldOutFixtures, "fixtures/heldout/baseline.json", 7},
+}
 
-// TestFixtures runs the evaluation over the shipped fixtures with the
-// contract's fold and fails on any leak, any message over budget or
+// TestFixtures runs the evaluation over each shipped set of fixtures with
+// the contract's fold and fails on any leak, any message over budget or
 // malformed, any inconsistency between turn-by-turn and whole folds, and
-// any retention below the baseline, in total or per fixture.
+// any retention below the set's baseline, in total or per fixture.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
+	for _, set := range fixtureSets {
+		t.Run(set.name, func(t *testing.T) {
+			t.Parallel()
+			fixtures, err := Load(set.fsys())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fixtures) < set.min {
+				t.Errorf("%d fixtures, want at least %d", len(fixtures), set.min)
+			}
+			checkFixtures(t, fixtures, set.baseline)
+		})
 	}
-	if len(fixtures) < 12 {
-		t.Errorf("%d fixtures, want at least 12", len(fixtures))
-	}
+}
+
+// checkFixtures runs fixtures and compares the result with the baseline
+// file (or records it, with -update).
+func checkFixtures(t *testing.T, fixtures []Fixture, baselineFile string) {
 	r, err := Run(fixtures, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -64,12 +94,16 @@ func TestFixtures(t *testing.T) {
 
 	if *update {
 		b := Baseline{
-			Note:         "Written by `go test ./eval -run TestFixtures -update`. TestFixtures fails when retention falls below these figures; raise them when the fold improves.",
-			MinRetention: math.Floor(tot.Retention*1000) / 1000,
-			Retained:     map[string]int{},
+			Note:             "Written by `go test ./eval -run TestFixtures -update`. TestFixtures fails when retention falls below these figures; raise them when the fold improves.",
+			MinRetention:     math.Floor(tot.Retention*1000) / 1000,
+			MinLongRetention: math.Floor(tot.LongRetention*1000) / 1000,
+			MinProbeRecall:   math.Floor(tot.ProbeRecall*1000) / 1000,
+			Retained:         map[string]int{},
+			ProbeHits:        map[string]int{},
 		}
 		for _, f := range r.Fixtures {
 			b.Retained[f.Name] = f.Retained
+			b.ProbeHits[f.Name] = f.ProbeHits
 		}
 		data, err := json.MarshalIndent(b, "", "  ")
 		if err != nil {
@@ -90,6 +124,17 @@ func TestFixtures(t *testing.T) {
 	}
 	if tot.Retention < b.MinRetention {
 		t.Errorf("retention %.3f, below the baseline %.3f", tot.Retention, b.MinRetention)
+	}
+	if tot.LongRetention < b.MinLongRetention || tot.ProbeRecall < b.MinProbeRecall {
+		t.Errorf("long retention %.3f and probe recall %.3f, below the baseline %.3f and %.3f",
+			tot.LongRetention, tot.ProbeRecall, b.MinLongRetention, b.MinProbeRecall)
+	}
+	for name, want := range b.ProbeHits {
+		for _, f := range r.Fixtures {
+			if f.Name == name && f.ProbeHits < want {
+				t.Errorf("fixture %s shows %d probe facts, below the baseline %d", name, f.ProbeHits, want)
+			}
+		}
 	}
 	for _, f := range r.Fixtures {
 		want, ok := b.Retained[f.Name]
@@ -151,6 +196,7 @@ func TestScoreContractFold(t *testing.T) {
 	want := Score{
 		Conversations: 1, Messages: 7, Steps: 2,
 		Required: 2, Retained: 2, Retention: 1, Bucketed: 1, Classified: 1, InBucket: 1,
+		LongRetention: 1, ProbeRecall: 1, // none of either
 		Inflow:         [4]int{1, 1, 0, 0},
 		FoldedMessages: 6, OmittedEntries: 0,
 		EvidenceTokens:    got.EvidenceTokens,
@@ -442,4 +488,51 @@ func ids(entries []evidence.Entry) []string {
 		out = append(out, e.MessageID)
 	}
 	return out
+}
+
+// TestProbesAndLongRetention scores probes at their requests and retention
+// over long conversations: a fact shown for its probe counts, one evicted
+// before it does not, and only conversations of LongMessages messages count
+// as long.
+func TestProbesAndLongRetention(t *testing.T) {
+	var msgs []string
+	add := func(role, text string) {
+		b, _ := json.Marshal(map[string]string{"id": fmt.Sprint(len(msgs)), "role": role, "content": text})
+		msgs = append(msgs, string(b))
+	}
+	add("user", "The deadline is Friday.")
+	add("assistant", "ok")
+	add("user", "How long do we have?") // probe 1: the fact is still in every profile
+	for i := range 60 {
+		add("assistant", "ok")
+		add("user", fmt.Sprintf("You must also do task %d.", i))
+	}
+	add("assistant", "ok")
+	add("user", "So when is it due?") // probe 2: the seed profile has evicted it
+	fixture := `{"user_id":"u","conversation_id":"c","messages":[` + strings.Join(msgs, ",") + `],
+	  "required":[{"text":"The deadline is Friday."}],
+	  "probes":[{"request":"How long do we have?","facts":["The deadline is Friday."]},
+	            {"request":"So when is it due?","facts":["The deadline is Friday.","task 3."]}]}`
+	if len(msgs) < LongMessages {
+		t.Fatalf("%d messages: not a long conversation", len(msgs))
+	}
+	r := run(t, parse(t, fixture), nil) // the seed profile
+	got := r.Total
+	if got.ProbeFacts != 3 || got.ProbeHits != 1 || got.LongRequired != 1 || got.LongRetained != 0 {
+		t.Errorf("seed: probes %d/%d, long %d/%d; want 1/3 and 0/1", got.ProbeHits, got.ProbeFacts, got.LongRetained, got.LongRequired)
+	}
+	if p := r.Fixtures[0].Probes; len(p) != 2 || len(p[0].Missing) != 0 || len(p[1].Missing) != 2 {
+		t.Errorf("probe results = %+v", p)
+	}
+	c, err := Compare(parse(t, fixture), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	focus := c.Profiles[evidence.ProfileFocus]
+	if focus.ProbeRecall != 1 || focus.LongRetention != 1 || focus.Development != nil {
+		t.Errorf("focus: probe recall %.2f, long retention %.2f; want 1 and 1", focus.ProbeRecall, focus.LongRetention)
+	}
+	if seed := c.Profiles[evidence.ProfileSeed]; seed.ProbeRecall >= focus.ProbeRecall {
+		t.Errorf("seed probe recall %.2f, focus %.2f: the comparison does not tell them apart", seed.ProbeRecall, focus.ProbeRecall)
+	}
 }

@@ -437,9 +437,17 @@ func TestOutcomeString(t *testing.T) {
 	}{
 		{Applied, "applied"},
 		{Stale, "stale"},
-		{NothingToSummarise, "nothing_to_summarise"},
+		{NothingToSummarise, "nothing"},
 		{PrefixMismatch, "prefix_mismatch"},
+		{Accepted, "accepted"},
+		{Duplicate, "duplicate"},
+		{Gap, "gap"},
+		{Deleted, "deleted"},
+		{Rejected, "rejected"},
+		{Retried, "retried"},
+		{GapRetried, "gap_retried"},
 		{Outcome(99), "unknown"},
+		{Outcome(-1), "unknown"},
 	}
 	for _, tt := range tests {
 		if got := tt.o.String(); got != tt.want {

@@ -79,22 +79,25 @@ type Shown struct {
 
 // The view's classes, in order of precedence, and the share of the entry
 // budget each may take before the others had theirs (what is left then
-// goes to the classes in this order).
+// goes to the classes in this order). The user's own statements come before
+// the entries relevant to the request: on the development fixtures this
+// order kept 93 of 96 required facts and every probe's facts, against 85
+// and 42 of 49 with relevance second.
 type viewClass int
 
 const (
 	classUserRules viewClass = iota
-	classRelevant
 	classUserFacts
+	classRelevant
 	classAssistantRules
 	classRecent
 	numClasses
 )
 
 var classShare = [numClasses]float64{
-	classUserRules:      0.40,
-	classRelevant:       0.25,
-	classUserFacts:      0.20,
+	classUserRules:      0.35,
+	classUserFacts:      0.30,
+	classRelevant:       0.20,
 	classAssistantRules: 0.05,
 	classRecent:         0.10,
 }

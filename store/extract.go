@@ -29,33 +29,11 @@ func NotifyPayload(userID, conversationID string, cursor int) string {
 	return string(b)
 }
 
-// ExtractOutcome says what an extraction did.
-type ExtractOutcome int
-
-const (
-	// Extracted: messages were summarised and the state committed.
-	Extracted ExtractOutcome = iota
-	// NothingToExtract: no user request after the cursor.
-	NothingToExtract
-	// Gone: the conversation is unknown or deleted.
-	Gone
-)
-
-func (o ExtractOutcome) String() string {
-	switch o {
-	case Extracted:
-		return "applied"
-	case NothingToExtract:
-		return "nothing"
-	case Gone:
-		return "deleted"
-	}
-	return "unknown"
-}
-
 // ExtractResult is the outcome of Extract.
 type ExtractResult struct {
-	Outcome ExtractOutcome
+	// Outcome is evidence.Applied, NothingToSummarise or Deleted (the
+	// conversation is unknown or deleted).
+	Outcome evidence.Outcome
 	// Summarised is how many messages were folded.
 	Summarised int
 	// Cursor is the cursor after the extraction.
@@ -98,13 +76,13 @@ FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
 	if err == pgx.ErrNoRows || (err == nil && row.deleted) {
-		return ExtractResult{Outcome: Gone}, nil
+		return ExtractResult{Outcome: evidence.Deleted}, nil
 	}
 	if err != nil {
 		return ExtractResult{}, fmt.Errorf("lock conversation: %w", err)
 	}
 	copy(row.prefix[:], prefix)
-	res := ExtractResult{Outcome: NothingToExtract, Cursor: row.cursor}
+	res := ExtractResult{Outcome: evidence.NothingToSummarise, Cursor: row.cursor}
 	if published != nil {
 		res.PublishedAt = *published
 	}
@@ -164,7 +142,7 @@ WHERE user_id = $1 AND conversation_id = $2`,
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return ExtractResult{}, fmt.Errorf("write evidence: %w", err)
 	}
-	res.Outcome, res.Summarised, res.Cursor = Extracted, k, state.Cursor
+	res.Outcome, res.Summarised, res.Cursor = evidence.Applied, k, state.Cursor
 	return res, nil
 }
 

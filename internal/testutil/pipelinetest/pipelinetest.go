@@ -51,6 +51,9 @@ type Bundle struct {
 	GapTimeout time.Duration
 	// AckWait is given to the workers; zero means the worker's default.
 	AckWait time.Duration
+	// Logger, when set, is the workers' logger. Defaults to warnings and
+	// errors to t.Log.
+	Logger *slog.Logger
 }
 
 // New migrates a fresh database and starts a JetStream server.
@@ -126,7 +129,10 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := b.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	var rc *river.Client[pgx.Tx]
 	st, err := store.New(pool, &store.Config{Logger: logger, Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, u, c)
