@@ -189,18 +189,89 @@ func TestArchiveMatchesTheCore(t *testing.T) {
 
 			// A search chooses the view the core chooses for the query.
 			for _, query := range []string{"the caterer and the traiteur", "会場", "what is pending?", "zzz nothing matches"} {
-				rec, err := st.Search(t.Context(), "u", "c", query)
-				if err != nil {
-					t.Fatal(err)
-				}
-				q := evidence.NewQuery(query, want.Archive.Recent(evidence.WindowItems))
-				s := evidence.State{Cursor: want.Cursor}
-				s.SetView(evidence.SelectView(want.Archive.Candidates(q), q, evidence.DefaultMaxTokens))
-				if got, wantBody := string(rec.Body), string(evidence.AppendBody(nil, &s, 0)); got != wantBody {
-					t.Errorf("search %q:\n got %s\nwant %s", query, got, wantBody)
-				}
+				requireSearch(t, st, want, query)
 			}
 		})
+	}
+}
+
+// requireSearch checks that a search of u/c for query answers the view the
+// core chooses for it over want's archive.
+func requireSearch(t *testing.T, st *store.Store, want evidence.State, query string) {
+	t.Helper()
+	rec, err := st.Search(t.Context(), "u", "c", query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := evidence.NewQuery(query, want.Archive.Recent(evidence.WindowItems))
+	s := evidence.State{Cursor: want.Cursor}
+	s.SetView(evidence.SelectView(want.Archive.Candidates(q), q, evidence.DefaultMaxTokens))
+	if got, wantBody := string(rec.Body), string(evidence.AppendBody(nil, &s, 0)); got != wantBody {
+		t.Errorf("search %q:\n got %s\nwant %s", query, got, wantBody)
+	}
+}
+
+// TestSearchReachesOldEntries checks, on an archive of 1,500 entries, that
+// a search finds the same relevant entries as the core whether the query's
+// terms are dense or sparse, new or old: a term only the oldest entries
+// hold, a term spread too thinly over the archive to fill the relevant list,
+// a term half the entries hold, and a term no entry holds. The newest
+// entries hold no shared term, so that the request's window does not widen
+// the queries.
+func TestSearchReachesOldEntries(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	st := newFocusStore(t, tb, nil)
+	const entries = 1500
+	var h []json.RawMessage
+	var text []string
+	flush := func() {
+		role := "user"
+		if len(h)%2 == 1 {
+			role = "assistant"
+		}
+		b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("m%d", len(h)), "role": role, "content": strings.Join(text, " ")})
+		h = append(h, b)
+		text = text[:0]
+	}
+	for i := range entries {
+		s := fmt.Sprintf("Sku%d", i)
+		if i < 5 {
+			s += " zeppelin"
+		}
+		if i%10 == 0 && i < entries-20 {
+			s += " lantern"
+		}
+		if i%2 == 0 && i < entries-20 {
+			s += " harbor"
+		}
+		text = append(text, s+".")
+		if len(text) == 8 {
+			flush()
+		}
+	}
+	if len(text) > 0 {
+		flush()
+	}
+	if len(h)%2 == 1 {
+		text = append(text, "Noted.")
+		flush()
+	}
+	text = append(text, "Where do we stand?")
+	flush()
+	if _, err := st.Ingest(t.Context(), snapshot(t, "big", h), store.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Extract(t.Context(), "u", "c", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := foldWith(t, h, nil)
+	if want.Archive.Len() < entries {
+		t.Fatalf("the archive holds %d entries, want %d", want.Archive.Len(), entries)
+	}
+	requireView(t, st, want)
+	for _, query := range []string{"zeppelin", "lantern", "harbor", "lantern zeppelin", "nothing"} {
+		requireSearch(t, st, want, query)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("bench", "measure throughput, lag, cost per turn, reads and memory against the machine's Postgres and NATS", runBench)
+	register("bench", "measure throughput, lag, cost per turn, reads, memory and search against the machine's Postgres and NATS", runBench)
 }
 
 func runBench(ctx context.Context, env *Env, args []string) error {
