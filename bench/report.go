@@ -271,11 +271,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if r.SearchClients > 0 {
 		notes = append(notes, fmt.Sprintf("search: conversations written through the store (%s), the archive analyzed as autovacuum would; "+
-			"a turn at %d entries reads the same bounded candidates as a search (up to %d rows: the newest %d, the oldest and newest %d of %d tiers, "+
-			"the newest %d sharing a term with the request and its window) where one at 10 messages reads a handful",
+			"a turn at %d entries reads the same bounded candidates as a search (up to %d rows: the newest %d, the oldest and newest %d and heaviest of %d tiers, "+
+			"the newest %d sharing a term with the request and %d with its window) where one at 10 messages reads a handful",
 			r.SearchPath, r.SearchArchiveEntries,
-			evidence.CandidateLimit*(1+int(evidence.TierContext))+evidence.RelevantLimit, evidence.CandidateLimit,
-			evidence.CandidateLimit/2, int(evidence.TierContext), evidence.RelevantLimit),
+			evidence.CandidateLimit*(1+int(evidence.TierContext))+evidence.RelevantLimit+evidence.WindowLimit, evidence.CandidateLimit,
+			evidence.CandidateLimit/4, int(evidence.TierContext), evidence.RelevantLimit, evidence.WindowLimit),
 			fmt.Sprintf("a search is one repeatable-read transaction (the conversation's row, the newest entries, the candidates statement above) "+
 				"and the view's choice and rendering in Go, against one primary-key read for GET; it is CPU-bound: %d closed-loop clients "+
 				"on %d CPUs wait about clients ÷ throughput = %.0f ms each (p50 %.0f ms)",

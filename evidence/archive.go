@@ -370,8 +370,9 @@ type Candidates struct {
 	// CandidateLimit/4 items, its newest CandidateLimit/4 and its heaviest
 	// CandidateLimit/2 (the oldest first among equals), oldest first.
 	Tiers [TierContext][]Item
-	// Relevant are the newest items that share a term with the query,
-	// at most RelevantLimit.
+	// Relevant are the union of the newest RelevantLimit items that share
+	// a term with the request and the newest WindowLimit items that share
+	// one with the window only, oldest first.
 	Relevant []Item
 }
 
@@ -379,8 +380,10 @@ type Candidates struct {
 const (
 	// CandidateLimit bounds Candidates.Recent and each of Candidates.Tiers.
 	CandidateLimit = 64
-	// RelevantLimit bounds Candidates.Relevant.
-	RelevantLimit = 256
+	// RelevantLimit bounds the candidates that share a term with the
+	// request, WindowLimit those that share one with the window only.
+	RelevantLimit = 192
+	WindowLimit   = 64
 	// WindowItems is how many of the newest items join the request's text
 	// in the query: a request such as "yes, that one" refers back to them.
 	WindowItems = 6
@@ -405,13 +408,17 @@ func (a *Archive) Candidates(q *Query) *Candidates {
 		return c
 	}
 	var byTier [TierContext][]Item
+	var byRequest, byWindow []Item
 	for i := len(a.items) - 1; i >= 0; i-- {
 		it := &a.items[i]
 		if it.Tier < TierContext {
 			byTier[it.Tier] = append(byTier[it.Tier], *it) // newest first
 		}
-		if len(c.Relevant) < RelevantLimit && q.Matches(it.Terms) {
-			c.Relevant = append(c.Relevant, *it)
+		if len(byRequest) < RelevantLimit && matches(q.request, it.Terms) {
+			byRequest = append(byRequest, *it)
+		}
+		if len(byWindow) < WindowLimit && matches(q.windowOnly, it.Terms) {
+			byWindow = append(byWindow, *it)
 		}
 	}
 	for t := range TierContext {
@@ -425,6 +432,7 @@ func (a *Archive) Candidates(q *Query) *Candidates {
 		heaviest = heaviest[:min(len(heaviest), CandidateLimit/2)]
 		c.Tiers[t] = MergeCandidates(oldest, newest, heaviest)
 	}
+	c.Relevant = MergeCandidates(byRequest, byWindow)
 	return c
 }
 

@@ -4,55 +4,54 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"sort"
 )
 
-// Query is what a focus view is chosen for: weighted search terms of the
-// request (or of a search's text) and of the newest items before it.
+// Query is what a focus view is chosen for: the search terms of the request
+// (or of a search's text), and of the newest items before it, which rank
+// only among entries the request's own terms rank equally (a request such
+// as "yes, that one" has none, and refers back to them).
 type Query struct {
-	weights map[string]float64
-	terms   []string // sorted
-	window  map[windowKey]bool
+	// request and windowOnly are the request's terms and the window's
+	// terms that are not the request's, each sorted.
+	request, windowOnly []string
+	window              map[windowKey]bool
 }
 
 type windowKey struct{ index, start int }
-
-// Weights of a query's terms: the request's own words count fully, the
-// window's words half.
-const (
-	requestWeight = 1.0
-	windowWeight  = 0.5
-)
 
 // NewQuery returns the query for request, the text of the current request,
 // and window, the newest items of the archive (newest first; the first
 // WindowItems count).
 func NewQuery(request string, window []Item) *Query {
-	q := &Query{weights: make(map[string]float64), window: make(map[windowKey]bool)}
-	for _, t := range Terms(request) {
-		q.weights[t] = requestWeight
-	}
+	q := &Query{request: Terms(request), window: make(map[windowKey]bool)}
+	var terms []string
 	for i := range window[:min(len(window), WindowItems)] {
 		it := &window[i]
 		q.window[windowKey{it.Index, it.Span[0]}] = true
 		for _, t := range it.Terms {
-			q.weights[t] = max(q.weights[t], windowWeight)
+			if !matches(q.request, []string{t}) {
+				terms = append(terms, t)
+			}
 		}
 	}
-	for t := range q.weights {
-		q.terms = append(q.terms, t)
-	}
-	sort.Strings(q.terms)
+	slices.Sort(terms)
+	q.windowOnly = slices.Compact(terms)
 	return q
 }
 
-// Terms returns the query's terms, sorted: the index looks items up by them.
-func (q *Query) Terms() []string { return q.terms }
+// RequestTerms returns the request's terms, sorted, and WindowTerms the
+// window's terms that are not the request's: the index looks the relevant
+// candidates up by each (Candidates.Relevant), so that a rare word of the
+// request finds an old entry however many entries share the window's words.
+func (q *Query) RequestTerms() []string { return q.request }
 
-// Matches reports whether terms share a term with the query.
-func (q *Query) Matches(terms []string) bool {
+// WindowTerms: see RequestTerms.
+func (q *Query) WindowTerms() []string { return q.windowOnly }
+
+// matches reports whether terms share a term with list (sorted).
+func matches(list, terms []string) bool {
 	for _, t := range terms {
-		if _, ok := q.weights[t]; ok {
+		if _, ok := slices.BinarySearch(list, t); ok {
 			return true
 		}
 	}
@@ -197,21 +196,21 @@ func alternateEnds(items []Item) []Item {
 }
 
 // rankRelevant orders the relevant candidates that are not in the query's
-// window by how well they match: the sum over shared terms of the term's
-// weight times its rarity among the candidates (log(1 + total/df)), best
-// first, newer first on ties.
+// window by how well they match the request, then the window: for each, the
+// sum over shared terms of the term's rarity among the candidates
+// (log(1 + total/df)); best first, newer first on ties.
 func rankRelevant(c *Candidates, q *Query) []Item {
 	df := make(map[string]int)
 	for i := range c.Relevant {
 		for _, t := range c.Relevant[i].Terms {
-			if _, ok := q.weights[t]; ok {
+			if matches(q.request, []string{t}) || matches(q.windowOnly, []string{t}) {
 				df[t]++
 			}
 		}
 	}
 	type scored struct {
-		it    *Item
-		score float64
+		it              *Item
+		request, window float64
 	}
 	var ss []scored
 	for i := range c.Relevant {
@@ -219,19 +218,23 @@ func rankRelevant(c *Candidates, q *Query) []Item {
 		if q.window[windowKey{it.Index, it.Span[0]}] {
 			continue
 		}
-		score := 0.0
+		sc := scored{it: it}
 		for _, t := range it.Terms {
-			if w, ok := q.weights[t]; ok {
-				score += w * math.Log(1+float64(max(c.Total, 1))/float64(df[t]))
+			rarity := math.Log(1 + float64(max(c.Total, 1))/float64(max(df[t], 1)))
+			switch {
+			case matches(q.request, []string{t}):
+				sc.request += rarity
+			case matches(q.windowOnly, []string{t}):
+				sc.window += rarity
 			}
 		}
-		if score > 0 {
-			ss = append(ss, scored{it, score})
+		if sc.request > 0 || sc.window > 0 {
+			ss = append(ss, sc)
 		}
 	}
 	slices.SortStableFunc(ss, func(x, y scored) int {
-		if x.score != y.score {
-			return cmp.Compare(y.score, x.score)
+		if c := cmp.Or(cmp.Compare(y.request, x.request), cmp.Compare(y.window, x.window)); c != 0 {
+			return c
 		}
 		if x.it.Newer(y.it) {
 			return -1

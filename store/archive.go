@@ -148,9 +148,12 @@ WHERE user_id = $1 AND conversation_id = $2 ORDER BY idx DESC, span_start DESC L
 	}
 	c.Recent = recent[0]
 	q := evidence.NewQuery(request, c.Recent)
-	hashes := make([]int64, len(q.Terms()))
-	for i, t := range q.Terms() {
-		hashes[i] = termHash(userID, conversationID, t)
+	hashes := func(terms []string) []int64 {
+		h := make([]int64, len(terms))
+		for i, t := range terms {
+			h[i] = termHash(userID, conversationID, t)
+		}
+		return h
 	}
 	// Per tier: its oldest, newest and heaviest items (lists 3t, 3t+1, 3t+2).
 	var sql strings.Builder
@@ -166,17 +169,22 @@ UNION ALL
 `, itemColumns, 3*int(t)+j, t, order, limit)
 		}
 	}
+	// The newest entries sharing a term with the request, and with the
+	// window only.
 	relevant := 3 * int(evidence.TierContext)
 	fmt.Fprintf(&sql, `(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $3
-ORDER BY idx DESC, span_start DESC LIMIT %d)`, itemColumns, relevant, evidence.RelevantLimit)
-	lists, err := scanItems(ctx, db, sql.String(), userID, conversationID, hashes)
+ORDER BY idx DESC, span_start DESC LIMIT %d)
+UNION ALL
+(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $4
+ORDER BY idx DESC, span_start DESC LIMIT %d)`, itemColumns, relevant, evidence.RelevantLimit, itemColumns, relevant+1, evidence.WindowLimit)
+	lists, err := scanItems(ctx, db, sql.String(), userID, conversationID, hashes(q.RequestTerms()), hashes(q.WindowTerms()))
 	if err != nil {
 		return nil, nil, err
 	}
 	for t := range evidence.TierContext {
 		c.Tiers[t] = evidence.MergeCandidates(lists[3*int(t)], lists[3*int(t)+1], lists[3*int(t)+2])
 	}
-	c.Relevant = lists[relevant]
+	c.Relevant = evidence.MergeCandidates(lists[relevant], lists[relevant+1])
 	return c, q, nil
 }
 
