@@ -367,8 +367,14 @@ func (b *builder) turn(seg []evidence.Message, current bool) (turn, error) {
 				continue // an orphan, or a second answer to one call
 			}
 			out.ToolCallID = m.ToolCallID
-			text, images := b.content(&out, m, current, false)
-			out.Tokens = evidence.EstimateTokens(len(text)) + images*b.budget.ImageTokens
+			// Text bounds the estimate from below: a result far over the
+			// limit is compacted without rendering its content first.
+			if evidence.EstimateTokens(len(m.Text)) <= b.budget.ToolResultTokens {
+				text, images := b.content(&out, m, current, false)
+				out.Tokens = evidence.EstimateTokens(len(text)) + images*b.budget.ImageTokens
+			} else {
+				out.Tokens = evidence.EstimateTokens(len(m.Text))
+			}
 			if out.Tokens > b.budget.ToolResultTokens {
 				c, ok := compactToolResult(m, 3*(b.budget.ToolResultTokens-4))
 				if !ok {

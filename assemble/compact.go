@@ -2,7 +2,6 @@ package assemble
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -64,10 +63,14 @@ func refKey(k string) bool {
 // reports that its structure and references alone do not fit.
 func compactToolResult(m *evidence.Message, maxBytes int) (string, bool) {
 	if isContainer(m.Artifact) {
-		return compactJSON(m.Artifact, maxBytes)
+		if root, ok := parseJSON(m.Artifact); ok {
+			return compactJSON(root, maxBytes)
+		}
 	}
-	if t := bytes.TrimSpace([]byte(m.Text)); isContainer(t) && json.Valid(t) {
-		return compactJSON(t, maxBytes)
+	if t := bytes.TrimSpace([]byte(m.Text)); isContainer(t) {
+		if root, ok := parseJSON(t); ok {
+			return compactJSON(root, maxBytes)
+		}
 	}
 	return compactText(m.Text, maxBytes)
 }
@@ -76,122 +79,12 @@ func isContainer(raw []byte) bool {
 	return len(raw) > 0 && (raw[0] == '{' || raw[0] == '[')
 }
 
-// node is a parsed JSON value; strings and other scalars keep their bytes.
-type node struct {
-	kind    byte // '{', '[', '"', or 0 for numbers, true, false, null
-	raw     []byte
-	keys    []string
-	vals    []*node
-	str     string // the decoded string, once decoded
-	decoded bool
-}
-
-func (n *node) text() string {
-	if !n.decoded {
-		_ = json.Unmarshal(n.raw, &n.str)
-		n.decoded = true
-	}
-	return n.str
-}
-
-// parser parses JSON already known to be valid.
-type parser struct {
-	data []byte
-	pos  int
-}
-
-func (p *parser) ws() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
-
-func (p *parser) str() []byte {
-	start := p.pos
-	p.pos++
-	for {
-		c := p.data[p.pos]
-		if c == '\\' {
-			p.pos += 2
-			continue
-		}
-		p.pos++
-		if c == '"' {
-			return p.data[start:p.pos]
-		}
-	}
-}
-
-func (p *parser) value() *node {
-	p.ws()
-	switch p.data[p.pos] {
-	case '{':
-		p.pos++
-		n := &node{kind: '{'}
-		p.ws()
-		if p.data[p.pos] == '}' {
-			p.pos++
-			return n
-		}
-		for {
-			p.ws()
-			k := p.str()
-			key := string(k[1 : len(k)-1])
-			if bytes.IndexByte(k, '\\') >= 0 {
-				_ = json.Unmarshal(k, &key)
-			}
-			p.ws()
-			p.pos++ // ':'
-			n.keys = append(n.keys, key)
-			n.vals = append(n.vals, p.value())
-			p.ws()
-			c := p.data[p.pos]
-			p.pos++
-			if c == '}' {
-				return n
-			}
-		}
-	case '[':
-		p.pos++
-		n := &node{kind: '['}
-		p.ws()
-		if p.data[p.pos] == ']' {
-			p.pos++
-			return n
-		}
-		for {
-			n.vals = append(n.vals, p.value())
-			p.ws()
-			c := p.data[p.pos]
-			p.pos++
-			if c == ']' {
-				return n
-			}
-		}
-	case '"':
-		return &node{kind: '"', raw: p.str()}
-	}
-	start := p.pos
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return &node{raw: p.data[start:p.pos]}
-		}
-		p.pos++
-	}
-	return &node{raw: p.data[start:p.pos]}
-}
-
 // collection is a sampled row list.
 type collection struct {
-	list *node
-	path string
-	refs [][]byte // each row's reference, built once
+	list  *node
+	path  string
+	refs  [][]byte // each row's full reference (nil: none), built on first use
+	brief [][]byte // each row's brief reference (nil: none), built on first use
 }
 
 type compactor struct {
@@ -199,21 +92,42 @@ type compactor struct {
 	maxBytes int
 	infoKey  string
 
-	colls  []*collection
-	collOf map[*node]*collection
-	texts  map[*node]bool
+	colls []*collection
+	texts int // excerptable text fields
 
-	// The plan being rendered: rows kept per collection and the excerpt
-	// length of text fields (-1: whole).
+	// The plan being rendered: rows kept per collection, the excerpt
+	// length of text fields (-1: whole) and whether omitted rows get brief
+	// references.
 	k, l      int
+	brief     bool
 	excerpted int
+}
+
+// keyClass is what a key name is, computed once per distinct key.
+type keyClass struct {
+	protected, collection, text, ref bool
+	rank                             int // refRank, for brief references
+}
+
+func classOf(k *objKey) *keyClass {
+	if k.class == nil {
+		lower := strings.ToLower(k.name)
+		k.class = &keyClass{
+			protected: protectedKey(k.name), collection: collectionKeys[lower], text: textKeys[lower],
+			ref: refKey(k.name), rank: refRank(k.name),
+		}
+	}
+	return k.class
 }
 
 // classify finds the collections and text fields. The first pass knows only
 // the recognised names; the aggressive one samples any list and excerpts
 // any string that is not a reference.
 func (c *compactor) classify(aggressive bool) {
-	c.colls, c.collOf, c.texts = nil, map[*node]*collection{}, map[*node]bool{}
+	for _, col := range c.colls {
+		col.list.coll = nil
+	}
+	c.colls, c.texts = nil, 0
 	if c.root.kind == '[' {
 		c.addCollection(c.root, "rows", aggressive)
 		return
@@ -222,34 +136,35 @@ func (c *compactor) classify(aggressive bool) {
 }
 
 func (c *compactor) addCollection(list *node, path string, aggressive bool) {
-	col := &collection{list: list, path: path, refs: make([][]byte, len(list.vals))}
-	for i, row := range list.vals {
-		col.refs[i] = rowRef(row, i)
+	col := &collection{list: list, path: path}
+	for _, row := range list.vals {
 		c.walk(row, path, true, aggressive)
 	}
 	c.colls = append(c.colls, col)
-	c.collOf[list] = col
+	list.coll = col
 }
 
 func (c *compactor) walk(n *node, path string, inRow, aggressive bool) {
 	switch n.kind {
 	case '{':
 		for i, k := range n.keys {
-			if protectedKey(k) {
+			kc := classOf(k)
+			if kc.protected {
 				continue
 			}
 			v := n.vals[i]
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
 			switch {
-			case v.kind == '[' && !inRow && (collectionKeys[strings.ToLower(k)] || aggressive && len(v.vals) > 0):
-				c.addCollection(v, p, aggressive)
-			case v.kind == '"' && (textKeys[strings.ToLower(k)] || aggressive && !refKey(k)):
-				c.texts[v] = true
-			default:
-				c.walk(v, p, inRow, aggressive)
+			case v.kind == '[' && !inRow && (kc.collection || aggressive && len(v.vals) > 0):
+				c.addCollection(v, joinPath(path, k.name), aggressive)
+			case v.kind == '"' && (kc.text || aggressive && !kc.ref):
+				v.textField = true
+				c.texts++
+			case v.kind == '{' || v.kind == '[':
+				if !inRow {
+					c.walk(v, joinPath(path, k.name), inRow, aggressive)
+				} else {
+					c.walk(v, path, inRow, aggressive)
+				}
 			}
 		}
 	case '[':
@@ -259,31 +174,102 @@ func (c *compactor) walk(n *node, path string, inRow, aggressive bool) {
 	}
 }
 
-// rowRef is an omitted row's reference: its id, path, date and source
-// fields, or its index when it has none.
-func rowRef(row *node, index int) []byte {
-	var b []byte
-	if row.kind == '{' {
-		for i, k := range row.keys {
-			v := row.vals[i]
-			if v.kind == '{' || v.kind == '[' || len(v.raw) > 256 || !refKey(k) {
-				continue
+func joinPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// references returns each row's reference (nil for none).
+func (col *collection) references(brief bool) [][]byte {
+	refs := &col.refs
+	if brief {
+		refs = &col.brief
+	}
+	if *refs == nil {
+		*refs = make([][]byte, len(col.list.vals))
+		var buf []byte
+		for i, row := range col.list.vals {
+			start := len(buf)
+			buf = appendRowRef(buf, row, brief)
+			if len(buf) > start {
+				(*refs)[i] = buf[start:len(buf):len(buf)]
 			}
-			if b == nil {
-				b = append(b, '{')
-			} else {
-				b = append(b, ',')
-			}
-			b = evidence.AppendJSONString(b, k)
-			b = append(b, ':')
-			b = append(b, v.raw...)
 		}
 	}
-	if b == nil {
-		b = append(b, `{"index":`...)
-		b = strconv.AppendInt(b, int64(index), 10)
+	return *refs
+}
+
+// appendRowRef appends an omitted row's reference: its id, path, date and
+// source fields (full), or only the first of them by refPriority (brief);
+// nothing when the row has none, as its position identifies it.
+func appendRowRef(b []byte, row *node, brief bool) []byte {
+	if row.kind != '{' {
+		return b
+	}
+	if brief {
+		best, rank := -1, len(refPriority)+1
+		for i, k := range row.keys {
+			kc := classOf(k)
+			if v := row.vals[i]; v.kind == '{' || v.kind == '[' || len(v.raw) > 256 || !kc.ref {
+				continue
+			}
+			if kc.rank < rank {
+				best, rank = i, kc.rank
+			}
+		}
+		if best < 0 {
+			return b
+		}
+		return append(b, row.vals[best].raw...)
+	}
+	start := len(b)
+	for i, k := range row.keys {
+		v := row.vals[i]
+		if v.kind == '{' || v.kind == '[' || len(v.raw) > 256 || !classOf(k).ref {
+			continue
+		}
+		if len(b) == start {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, k.quoted...)
+		b = append(b, ':')
+		b = append(b, v.raw...)
+	}
+	if len(b) == start {
+		return b
 	}
 	return append(b, '}')
+}
+
+// refPriority orders the kinds of reference for brief references: an id
+// names a row best, then a path or address, then a source, then a date.
+var refPriority = []func(k string) bool{
+	func(k string) bool { return k == "id" },
+	func(k string) bool { return strings.HasSuffix(k, "_id") || k == "uuid" || k == "guid" || k == "key" },
+	func(k string) bool {
+		return k == "path" || k == "file" || k == "filename" || k == "url" || k == "uri" || k == "href" || k == "link" ||
+			strings.HasSuffix(k, "_path") || strings.HasSuffix(k, "_url")
+	},
+	func(k string) bool {
+		return strings.HasPrefix(k, "source") || k == "ref" || k == "reference" || k == "page"
+	},
+}
+
+func refRank(k string) int {
+	if strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID") {
+		return 1
+	}
+	k = strings.ToLower(k)
+	for i, f := range refPriority {
+		if f(k) {
+			return i
+		}
+	}
+	return len(refPriority) // dates and timestamps
 }
 
 // render writes the result for the current plan; ok is false when it
@@ -297,7 +283,7 @@ func (c *compactor) render(b []byte) ([]byte, bool) {
 	} else {
 		b = append(b, '{')
 		for i, k := range c.root.keys {
-			b = evidence.AppendJSONString(b, k)
+			b = append(b, k.quoted...)
 			b = append(b, ':')
 			b = c.renderValue(b, c.root.vals[i])
 			b = append(b, ',')
@@ -312,8 +298,8 @@ func (c *compactor) render(b []byte) ([]byte, bool) {
 }
 
 func (c *compactor) renderValue(b []byte, n *node) []byte {
-	if col, ok := c.collOf[n]; ok {
-		return c.renderCollection(b, col)
+	if n.coll != nil {
+		return c.renderCollection(b, n.coll)
 	}
 	switch n.kind {
 	case '{':
@@ -322,7 +308,7 @@ func (c *compactor) renderValue(b []byte, n *node) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = evidence.AppendJSONString(b, k)
+			b = append(b, k.quoted...)
 			b = append(b, ':')
 			b = c.renderValue(b, n.vals[i])
 			if len(b) > c.maxBytes {
@@ -343,7 +329,8 @@ func (c *compactor) renderValue(b []byte, n *node) []byte {
 		}
 		return append(b, ']')
 	case '"':
-		if c.texts[n] && c.l >= 0 {
+		// A string's decoded form is never longer than its quoted bytes.
+		if n.textField && c.l >= 0 && len(n.raw)-2 > c.l {
 			if s := n.text(); len(s) > c.l {
 				c.excerpted++
 				return evidence.AppendJSONString(b, excerptMarked(s, c.l))
@@ -370,14 +357,16 @@ func (c *compactor) renderCollection(b []byte, col *collection) []byte {
 
 // Notices written into compacted results.
 const (
-	rowsNotice = "Tool result compacted to fit the context: collections are sampled in source order (returned = retained + omitted), long text fields are excerpted, every other field is as the tool returned it. Consult the original artifact for the omitted rows, listed by reference in omitted_refs."
+	rowsNotice = "Tool result compacted to fit the context: each collection keeps its first rows (returned = retained + omitted; omitted rows start at omitted_from_index, and omitted_refs lists their ids, paths, dates or source references, only the first of these when omitted_refs_brief is true); long text fields are excerpted; every other field is as the tool returned it. Consult the original artifact for what was omitted."
 	textNotice = "Tool output compacted to fit the context: only its beginning and its end are shown. Consult the original output for the omitted characters."
 )
+
+var rowsNoticeJSON = evidence.AppendJSONString(nil, rowsNotice)
 
 func (c *compactor) appendInfo(b []byte) []byte {
 	b = evidence.AppendJSONString(b, c.infoKey)
 	b = append(b, `:{"notice":`...)
-	b = evidence.AppendJSONString(b, rowsNotice)
+	b = append(b, rowsNoticeJSON...)
 	b = append(b, `,"collections":[`...)
 	for i, col := range c.colls {
 		if i > 0 {
@@ -393,11 +382,21 @@ func (c *compactor) appendInfo(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(k), 10)
 		b = append(b, `,"omitted":`...)
 		b = strconv.AppendInt(b, int64(n-k), 10)
+		b = append(b, `,"omitted_from_index":`...)
+		b = strconv.AppendInt(b, int64(k), 10)
+		if c.brief {
+			b = append(b, `,"omitted_refs_brief":true`...)
+		}
 		b = append(b, `,"omitted_refs":[`...)
-		for j, ref := range col.refs[k:] {
-			if j > 0 {
+		first := true
+		for _, ref := range col.references(c.brief)[k:] {
+			if ref == nil {
+				continue
+			}
+			if !first {
 				b = append(b, ',')
 			}
+			first = false
 			b = append(b, ref...)
 			if len(b) > c.maxBytes {
 				return b
@@ -412,44 +411,44 @@ func (c *compactor) appendInfo(b []byte) []byte {
 
 // excerptLevels are the text-field excerpt lengths tried, longest first;
 // -1 keeps text whole.
-var excerptLevels = []int{-1, 2000, 800, 300, 120, 40, 0}
+var excerptLevels = []int{-1, 1000, 300, 100, 30}
 
-// compactJSON compacts a valid JSON object or list within maxBytes.
-func compactJSON(data []byte, maxBytes int) (string, bool) {
-	p := parser{data: data}
-	c := &compactor{root: p.value(), maxBytes: maxBytes, infoKey: "_compaction"}
+// compactJSON compacts a parsed JSON object or list within maxBytes. It
+// keeps as many rows as fit, preferring longer excerpts among plans that
+// keep as many; references are brief only when full ones do not fit, and
+// lists and strings without recognised names are shrunk only when nothing
+// else fits.
+func compactJSON(root *node, maxBytes int) (string, bool) {
+	c := &compactor{root: root, maxBytes: maxBytes, infoKey: "_compaction"}
 	if c.root.kind == '{' {
 		for c.hasKey(c.root, c.infoKey) {
 			c.infoKey = "_" + c.infoKey
 		}
 	}
-	var buf []byte
-	for _, aggressive := range []bool{false, true} {
-		c.classify(aggressive)
+	var buf, scratch []byte
+	for _, plan := range []struct{ aggressive, brief bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		c.brief = plan.brief
+		if !plan.brief {
+			c.classify(plan.aggressive)
+		} else if len(c.colls) == 0 {
+			continue // nothing to reference
+		}
 		maxK := 0
 		for _, col := range c.colls {
 			maxK = max(maxK, len(col.list.vals))
 		}
+		levels := excerptLevels
+		if c.texts == 0 {
+			levels = levels[:1]
+		}
 		bestK, bestL := -1, 0
-		for _, l := range excerptLevels {
+		for _, l := range levels {
 			c.l = l
-			if !c.fits(&buf, 0) {
-				continue
+			k := c.largestK(&buf, &scratch, maxK)
+			if k > bestK {
+				bestK, bestL = k, l
 			}
-			// The largest k that fits: fits(lo) holds, fits(hi+1) does not.
-			lo, hi := 0, maxK
-			for lo < hi {
-				mid := (lo + hi + 1) / 2
-				if c.fits(&buf, mid) {
-					lo = mid
-				} else {
-					hi = mid - 1
-				}
-			}
-			if lo > bestK {
-				bestK, bestL = lo, l
-			}
-			if lo == maxK {
+			if k == maxK {
 				break
 			}
 		}
@@ -462,16 +461,49 @@ func compactJSON(data []byte, maxBytes int) (string, bool) {
 	return "", false
 }
 
-func (c *compactor) fits(buf *[]byte, k int) bool {
-	c.k = k
+// largestK returns the most rows per collection that fit with the current
+// excerpt length and references, -1 when not even none do. It renders the
+// result without rows once, adds rows one at a time by their own rendered
+// size less their references, and confirms with a full render.
+func (c *compactor) largestK(buf, scratch *[]byte, maxK int) int {
+	c.k = 0
 	var ok bool
-	*buf, ok = c.render((*buf)[:0])
-	return ok
+	if *buf, ok = c.render((*buf)[:0]); !ok {
+		return -1
+	}
+	size := len(*buf)
+	// Counts grow by a digit or so as rows are added: leave room.
+	slack := 8 * len(c.colls)
+	k := 0
+	for ; k < maxK; k++ {
+		add := 0
+		for _, col := range c.colls {
+			if k >= len(col.list.vals) {
+				continue
+			}
+			*scratch = c.renderValue((*scratch)[:0], col.list.vals[k])
+			add += len(*scratch) + 1
+			if ref := col.references(c.brief)[k]; ref != nil {
+				add -= len(ref) + 1
+			}
+		}
+		if size+add+slack > c.maxBytes {
+			break
+		}
+		size += add
+	}
+	for ; k > 0; k-- {
+		c.k = k
+		if *buf, ok = c.render((*buf)[:0]); ok {
+			return k
+		}
+	}
+	return 0
 }
 
 func (c *compactor) hasKey(n *node, key string) bool {
 	for _, k := range n.keys {
-		if k == key {
+		if k.name == key {
 			return true
 		}
 	}
@@ -507,8 +539,7 @@ func compactText(s string, maxBytes int) (string, bool) {
 		if h == 0 {
 			break
 		}
-		h = min(h-1, h-(len(b)-maxBytes+1)/2)
-		h = max(h, 0)
+		h = max(min(h-1, h-(len(b)-maxBytes+1)/2), 0)
 	}
 	return "", false
 }
