@@ -413,9 +413,13 @@ func (c *compactor) appendInfo(b []byte) []byte {
 // -1 keeps text whole.
 var excerptLevels = []int{-1, 1000, 300, 100, 30}
 
+// minUsefulExcerpt is the shortest excerpt worth trading for more rows;
+// shorter ones are used only when no row fits otherwise.
+const minUsefulExcerpt = 100
+
 // compactJSON compacts a parsed JSON object or list within maxBytes. It
-// keeps as many rows as fit, preferring longer excerpts among plans that
-// keep as many; references are brief only when full ones do not fit, and
+// keeps as many rows as fit, trading excerpt length for rows only when that
+// buys half as many rows again; references are brief only when full ones do not fit, and
 // lists and strings without recognised names are shrunk only when nothing
 // else fits.
 func compactJSON(root *node, maxBytes int) (string, bool) {
@@ -443,9 +447,13 @@ func compactJSON(root *node, maxBytes int) (string, bool) {
 		}
 		bestK, bestL := -1, 0
 		for _, l := range levels {
+			if bestK > 0 && l < minUsefulExcerpt {
+				break
+			}
 			c.l = l
 			k := c.largestK(&buf, &scratch, maxK)
-			if k > bestK {
+			// Shorter excerpts must buy half as many rows again.
+			if k > bestK && (bestK <= 0 || k >= bestK+(bestK+1)/2) {
 				bestK, bestL = k, l
 			}
 			if k == maxK {
