@@ -317,17 +317,7 @@ func (c *compactor) renderValue(b []byte, n *node) []byte {
 		}
 		return append(b, '}')
 	case '[':
-		b = append(b, '[')
-		for i, v := range n.vals {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = c.renderValue(b, v)
-			if len(b) > c.maxBytes {
-				return b
-			}
-		}
-		return append(b, ']')
+		return c.renderList(b, n.vals)
 	case '"':
 		// A string's decoded form is never longer than its quoted bytes.
 		if n.textField && c.l >= 0 && len(n.raw)-2 > c.l {
@@ -341,13 +331,18 @@ func (c *compactor) renderValue(b []byte, n *node) []byte {
 	return append(b, n.raw...)
 }
 
+// renderCollection writes the first k rows of col.
 func (c *compactor) renderCollection(b []byte, col *collection) []byte {
+	return c.renderList(b, col.list.vals[:min(c.k, len(col.list.vals))])
+}
+
+func (c *compactor) renderList(b []byte, vals []*node) []byte {
 	b = append(b, '[')
-	for i, row := range col.list.vals[:min(c.k, len(col.list.vals))] {
+	for i, v := range vals {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = c.renderValue(b, row)
+		b = c.renderValue(b, v)
 		if len(b) > c.maxBytes {
 			return b
 		}
