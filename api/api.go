@@ -64,8 +64,9 @@ type Config struct {
 	// Metrics receives request counts, latencies and the waiter gauge, and
 	// is served on /metrics. Defaults to a fresh metrics.New().
 	Metrics *metrics.Metrics
-	// Logger receives server errors (never ids or message text). Defaults
-	// to a logger that discards.
+	// Logger receives server errors and a summary of each context assembly
+	// (estimates and counts; never ids or message text). Defaults to a
+	// logger that discards.
 	Logger *slog.Logger
 }
 
@@ -92,6 +93,7 @@ type Handler struct {
 const (
 	routeEvidence = "GET /v1/users/{user_id}/conversations/{conversation_id}/evidence"
 	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
+	routeContext  = "POST /v1/users/{user_id}/conversations/{conversation_id}/context"
 	routeHealthz  = "GET /healthz"
 	routeReadyz   = "GET /readyz"
 	routeMetrics  = "GET /metrics"
@@ -140,6 +142,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	}
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
+	h.mux.HandleFunc(routeContext, h.handle(h.postContext))
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
