@@ -352,8 +352,8 @@ func (c *compactor) renderList(b []byte, vals []*node) []byte {
 
 // Notices written into compacted results.
 const (
-	rowsNotice = "Tool result compacted to fit the context: each collection keeps its first rows (returned = retained + omitted; omitted rows start at omitted_from_index, and omitted_refs lists their ids, paths, dates or source references, only the first of these when omitted_refs_brief is true); long text fields are excerpted; every other field is as the tool returned it. Consult the original artifact for what was omitted."
-	textNotice = "Tool output compacted to fit the context: only its beginning and its end are shown. Consult the original output for the omitted characters."
+	rowsNotice = "Compacted to fit the context: collections keep their first rows, long texts are excerpted, all else is as returned. Omitted rows are listed by reference; consult the original artifact for them."
+	textNotice = "Compacted to fit the context: only the beginning and the end are shown; consult the original output for the rest."
 )
 
 var rowsNoticeJSON = evidence.AppendJSONString(nil, rowsNotice)
@@ -414,9 +414,9 @@ const minUsefulExcerpt = 100
 
 // compactJSON compacts a parsed JSON object or list within maxBytes. It
 // keeps as many rows as fit, trading excerpt length for rows only when that
-// buys half as many rows again; references are brief only when full ones do not fit, and
-// lists and strings without recognised names are shrunk only when nothing
-// else fits.
+// buys half as many rows again, and brief references for full ones only
+// when that keeps a tenth more rows; lists and strings without recognised names are
+// shrunk only when nothing else fits.
 func compactJSON(root *node, maxBytes int) (string, bool) {
 	c := &compactor{root: root, maxBytes: maxBytes, infoKey: "_compaction"}
 	if c.root.kind == '{' {
@@ -425,43 +425,54 @@ func compactJSON(root *node, maxBytes int) (string, bool) {
 		}
 	}
 	var buf, scratch []byte
-	for _, plan := range []struct{ aggressive, brief bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
-		c.brief = plan.brief
-		if !plan.brief {
-			c.classify(plan.aggressive)
-		} else if len(c.colls) == 0 {
-			continue // nothing to reference
-		}
+	for _, aggressive := range []bool{false, true} {
+		c.classify(aggressive)
 		maxK := 0
 		for _, col := range c.colls {
 			maxK = max(maxK, len(col.list.vals))
 		}
-		levels := excerptLevels
-		if c.texts == 0 {
-			levels = levels[:1]
-		}
-		bestK, bestL := -1, 0
-		for _, l := range levels {
-			if bestK > 0 && l < minUsefulExcerpt {
-				break
-			}
-			c.l = l
-			k := c.largestK(&buf, &scratch, maxK)
-			// Shorter excerpts must buy half as many rows again.
-			if k > bestK && (bestK <= 0 || k >= bestK+(bestK+1)/2) {
-				bestK, bestL = k, l
-			}
-			if k == maxK {
-				break
+		c.brief = false
+		k, l := c.search(&buf, &scratch, maxK)
+		brief := false
+		if k < maxK && len(c.colls) > 0 {
+			c.brief = true
+			// Brief references must buy a tenth more rows (one at least).
+			if bk, bl := c.search(&buf, &scratch, maxK); bk > k && (k <= 0 || bk >= k+max(1, k/10)) {
+				k, l, brief = bk, bl, true
 			}
 		}
-		if bestK >= 0 {
-			c.k, c.l = bestK, bestL
+		if k >= 0 {
+			c.k, c.l, c.brief = k, l, brief
 			out, _ := c.render(buf[:0])
 			return string(out), true
 		}
 	}
 	return "", false
+}
+
+// search returns the most rows per collection that fit with the current
+// references, and the excerpt length to use; k is -1 when nothing fits.
+func (c *compactor) search(buf, scratch *[]byte, maxK int) (k, l int) {
+	levels := excerptLevels
+	if c.texts == 0 {
+		levels = levels[:1]
+	}
+	bestK, bestL := -1, 0
+	for _, l := range levels {
+		if bestK > 0 && l < minUsefulExcerpt {
+			break
+		}
+		c.l = l
+		k := c.largestK(buf, scratch, maxK)
+		// Shorter excerpts must buy half as many rows again.
+		if k > bestK && (bestK <= 0 || k >= bestK+(bestK+1)/2) {
+			bestK, bestL = k, l
+		}
+		if k == maxK {
+			break
+		}
+	}
+	return bestK, bestL
 }
 
 // largestK returns the most rows per collection that fit with the current

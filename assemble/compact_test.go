@@ -193,19 +193,20 @@ func keys(m map[string]any) []string {
 func TestCompactCategories(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		source    string
-		refField  string
-		artifact  bool // the source is the artifact; the content is a short text
-		wantBrief bool
+		name     string
+		source   string
+		fullRef  string // the field an omitted row is referenced by
+		briefRef string // the same, with brief references
+		artifact bool   // the source is the artifact; the content is a short text
+		// wantBrief: "" either, "yes" brief references, "no" full ones.
+		wantBrief string
 	}{
-		{name: "finance transactions with totals", source: financeTransactions(80), refField: "id"},
-		{name: "finance transactions, brief references", source: financeTransactions(150), refField: "id", wantBrief: true},
-		{name: "finance transactions, many", source: financeTransactions(500), refField: "id", wantBrief: true},
-		{name: "finance transactions in the artifact", source: financeTransactions(300), refField: "id", artifact: true, wantBrief: true},
-		{name: "note search with markdown bodies", source: noteSearch(40), refField: "path"},
-		{name: "document search with snippets", source: documentSearch(120), refField: "doc_id", wantBrief: true},
-		{name: "document search, full references", source: documentSearch(30), refField: "source_ref"},
+		{name: "finance transactions with totals", source: financeTransactions(80), fullRef: "id", briefRef: "id"},
+		{name: "finance transactions, many", source: financeTransactions(500), fullRef: "id", briefRef: "id", wantBrief: "yes"},
+		{name: "finance transactions in the artifact", source: financeTransactions(300), fullRef: "id", briefRef: "id", artifact: true},
+		{name: "note search with markdown bodies", source: noteSearch(40), fullRef: "path", briefRef: "id"},
+		{name: "document search with snippets", source: documentSearch(120), fullRef: "source_ref", briefRef: "doc_id"},
+		{name: "document search, few", source: documentSearch(30), fullRef: "source_ref", briefRef: "doc_id", wantBrief: "no"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,9 +219,14 @@ func TestCompactCategories(t *testing.T) {
 				req = currentExchange(t, tt.source, "")
 			}
 			text, out := compacted(t, req)
-			checkRows(t, tt.source, out, tt.refField)
-			if brief := strings.Contains(text, `"omitted_refs_brief":true`); brief != tt.wantBrief {
-				t.Errorf("brief references %v, want %v", brief, tt.wantBrief)
+			brief := strings.Contains(text, `"omitted_refs_brief":true`)
+			ref := tt.fullRef
+			if brief {
+				ref = tt.briefRef
+			}
+			checkRows(t, tt.source, out, ref)
+			if tt.wantBrief != "" && brief != (tt.wantBrief == "yes") {
+				t.Errorf("brief references %v, want %s", brief, tt.wantBrief)
 			}
 		})
 	}
