@@ -3,7 +3,9 @@ package assemble
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -204,7 +206,7 @@ func Build(req *Request) (*Result, error) {
 		res.Tokens.Tools += n
 	}
 
-	current, err := b.turn(msgs[cur:], true)
+	current, err := b.turn(msgs[cur:], true, math.MaxInt)
 	if err != nil {
 		return nil, err
 	}
@@ -239,14 +241,14 @@ history:
 	for j := len(starts) - 1; j >= 0; j-- {
 		seg := msgs[starts[j]:end]
 		end = starts[j]
-		t, err := b.turn(seg, false)
+		t, err := b.turn(seg, false, limit-used)
 		switch {
-		case err != nil:
+		case errors.Is(err, ErrCannotCompact):
 			res.DroppedTurns++ // a tool result that cannot be compacted: the turn goes whole
 			continue
-		case len(t.msgs) == 0:
+		case err == nil && len(t.msgs) == 0:
 			continue
-		case used+t.tokens > limit:
+		case err != nil: // no room
 			res.DroppedTurns++
 			for k := j - 1; k >= 0; k-- {
 				if hasConversation(msgs[starts[k]:starts[k+1]]) {
@@ -340,13 +342,15 @@ type callKey struct {
 	id    string
 }
 
-// turn builds the kept form of seg, a turn: non-conversation messages,
+// turn builds the kept form of seg, a turn, within room tokens (errNoRoom
+// otherwise): non-conversation messages,
 // system messages, orphan results and calls without results are left out;
 // a kept call keeps its result and a kept result its call. Older turns
 // (current false) have their non-text parts replaced by placeholders and
 // long prose of assistant messages that call tools shortened.
-func (b *builder) turn(seg []evidence.Message, current bool) (turn, error) {
+func (b *builder) turn(seg []evidence.Message, current bool, room int) (turn, error) {
 	var t turn
+	var pending []pendingResult
 	var answered map[callKey]bool
 	var resultOwner map[int]int
 	for i := range seg {
@@ -376,18 +380,9 @@ func (b *builder) turn(seg []evidence.Message, current bool) (turn, error) {
 				out.Tokens = evidence.EstimateTokens(len(m.Text))
 			}
 			if out.Tokens > b.budget.ToolResultTokens {
-				c, ok := compactToolResult(m, 3*(b.budget.ToolResultTokens-4))
-				if !ok {
-					if current {
-						return t, &Error{Code: CodeCannotCompact, Message: fmt.Sprintf(
-							"tool result %d of the current turn (%d estimated tokens) cannot be compacted within budget.tool_result_tokens (%d) without cutting its references or structure",
-							i, out.Tokens, b.budget.ToolResultTokens)}
-					}
-					return t, ErrCannotCompact
-				}
-				out.Content = evidence.AppendJSONString(nil, c)
-				out.Tokens = evidence.EstimateTokens(len(c))
-				t.compacted++
+				// Compacted below, once the turn is known to have room.
+				pending = append(pending, pendingResult{pos: len(t.msgs), index: i, tokens: out.Tokens})
+				out.Tokens = 0
 			}
 		case evidence.RoleAssistant:
 			seen := map[string]bool{}
@@ -414,7 +409,45 @@ func (b *builder) turn(seg []evidence.Message, current bool) (turn, error) {
 		t.tokens += out.Tokens
 		t.msgs = append(t.msgs, out)
 	}
+	for j, p := range pending {
+		// A compacted result holds at least its notice: when even that
+		// does not fit, the turn does not, and compacting would be waste.
+		if t.tokens+(len(pending)-j)*compactedFloor > room {
+			return t, errNoRoom
+		}
+		m := &seg[p.index]
+		c, ok := compactToolResult(m, 3*(b.budget.ToolResultTokens-4))
+		if !ok {
+			if current {
+				return t, &Error{Code: CodeCannotCompact, Message: fmt.Sprintf(
+					"tool result %d of the current turn (%d estimated tokens) cannot be compacted within budget.tool_result_tokens (%d) without cutting its references or structure",
+					p.index, p.tokens, b.budget.ToolResultTokens)}
+			}
+			return t, ErrCannotCompact
+		}
+		out := &t.msgs[p.pos]
+		out.Content = evidence.AppendJSONString(nil, c)
+		out.Tokens = evidence.EstimateTokens(len(c))
+		t.tokens += out.Tokens
+		t.compacted++
+	}
+	if t.tokens > room {
+		return t, errNoRoom
+	}
 	return t, nil
+}
+
+// errNoRoom reports a turn that does not fit in the room left.
+var errNoRoom = errors.New("no room for the turn")
+
+// compactedFloor bounds a compacted result's estimate from below: it
+// always carries one of the notices.
+var compactedFloor = evidence.EstimateTokens(min(len(rowsNotice), len(textNotice)))
+
+type pendingResult struct {
+	pos    int // in the turn's kept messages
+	index  int // in the turn
+	tokens int // before compaction
 }
 
 // matchCalls pairs each tool call of seg with the first result after it
