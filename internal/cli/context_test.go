@@ -106,3 +106,25 @@ func TestContextCommandErrors(t *testing.T) {
 		t.Errorf("unknown role: %v, want invalid_messages", err)
 	}
 }
+
+// The worked example in docs/context.md is the command's real output.
+func TestContextCommandDocExample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "context.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = "```console\n$ recall context docs/context-example.json\n"
+	_, block, ok := strings.Cut(string(doc), start)
+	if !ok {
+		t.Fatalf("docs/context.md has no %q block", strings.TrimSpace(start))
+	}
+	want, _, _ := strings.Cut(block, "```")
+	got, err := runContextCmd(t, "", filepath.Join("..", "..", "docs", "context-example.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("docs/context.md's example (-doc +output):\n%s", diff)
+	}
+}
