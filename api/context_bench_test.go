@@ -1,0 +1,65 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/recallhq/recall/internal/testutil/contexttest"
+)
+
+// The context benchmarks post the same 1 MB body (a 200-message checkpoint
+// with ten large tool results) to the whole handler (routing, JWT, evidence
+// read from the fake source, decoding, assembly, metrics, writing) and to a
+// baseline handler that only decodes the body and writes it back. Compare
+// their ns/op: the endpoint should stay within twice the baseline.
+
+func contextBenchBody() []byte {
+	return []byte(`{"system":"You are a careful bookkeeping assistant.","messages":` + string(contexttest.Checkpoint()) + `}`)
+}
+
+func BenchmarkContextEndpoint(b *testing.B) {
+	bb := setup(b)
+	s, _ := fold(b, history)
+	bb.src.set(recordOf("u-42", "c-7", &s))
+	tok := userToken(b, "u-42")
+	body := contextBenchBody()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		w := post(b, bb.h, contextPath, tok, body)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body.String())
+		}
+	}
+}
+
+func BenchmarkContextBaseline(b *testing.B) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, _ := json.Marshal(v)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
+	body := contextBenchBody()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, contextPath, bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
+}
