@@ -2,14 +2,13 @@ package assemble
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // node is a parsed JSON value; strings and other scalars keep their bytes,
 // so that what compaction does not change is written back as it was.
 type node struct {
-	kind    byte // '{', '[', '"', or 0 for numbers, true, false, null
-	raw     []byte
+	kind    byte      // '{', '[', '"', or 0 for numbers, true, false, null
+	raw     []byte    // the value's bytes as written, containers included
 	keys    []*objKey // an object's keys, parallel to vals
 	vals    []*node
 	str     string // the decoded string, once decoded
@@ -35,8 +34,9 @@ type objKey struct {
 	class  *keyClass
 }
 
-// maxDepth bounds nesting; deeper input is treated as text.
-const maxDepth = 1000
+// maxDepth bounds nesting as encoding/json does: at most this many levels
+// of objects and lists.
+const maxDepth = 10000
 
 // parseJSON parses one JSON value that is all of data (whitespace around it
 // aside), validating as it goes: ok is false for anything encoding/json
@@ -100,7 +100,18 @@ func (p *parser) str() ([]byte, bool) {
 	p.pos++ // '"'
 	escaped := false
 	for p.pos < len(p.data) {
-		c := p.data[p.pos]
+		// Skip plain bytes fast; stop at a quote, a backslash or a control
+		// character.
+		d := p.data
+		i := p.pos
+		for i < len(d) && !stringSpecial[d[i]] {
+			i++
+		}
+		p.pos = i
+		if i == len(d) {
+			break
+		}
+		c := d[i]
 		switch {
 		case c == '"':
 			p.pos++
@@ -126,18 +137,23 @@ func (p *parser) str() ([]byte, bool) {
 			default:
 				return nil, false
 			}
-		case c < 0x20:
+		default: // a control character
 			return nil, false
-		case c < utf8.RuneSelf:
-			p.pos++
-		default:
-			// encoding/json accepts invalid UTF-8 (and replaces it when
-			// decoding); so does this parser.
-			p.pos++
 		}
 	}
+	// encoding/json accepts invalid UTF-8 in strings (and replaces it when
+	// decoding); so does this parser.
 	return nil, false
 }
+
+// stringSpecial marks the bytes that end a run of plain string bytes.
+var stringSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
@@ -147,15 +163,20 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // value parses a value; nil when the input is not valid JSON.
 func (p *parser) value(depth int) *node {
-	if depth > maxDepth {
-		return nil
+	switch c := p.peek(); c {
+	case '{', '[':
+		if depth >= maxDepth {
+			return nil
+		}
 	}
 	switch p.peek() {
 	case '{':
+		start := p.pos
 		p.pos++
 		n := p.node('{')
 		if p.peek() == '}' {
 			p.pos++
+			n.raw = p.data[start:p.pos]
 			return n
 		}
 		base, kbase := len(p.vstack), len(p.kstack)
@@ -197,16 +218,19 @@ func (p *parser) value(depth int) *node {
 				n.keys = append([]*objKey(nil), p.kstack[kbase:]...)
 				n.vals = append([]*node(nil), p.vstack[base:]...)
 				p.kstack, p.vstack = p.kstack[:kbase], p.vstack[:base]
+				n.raw = p.data[start:p.pos]
 				return n
 			default:
 				return nil
 			}
 		}
 	case '[':
+		start := p.pos
 		p.pos++
 		n := p.node('[')
 		if p.peek() == ']' {
 			p.pos++
+			n.raw = p.data[start:p.pos]
 			return n
 		}
 		base := len(p.vstack)
@@ -223,6 +247,7 @@ func (p *parser) value(depth int) *node {
 				p.pos++
 				n.vals = append([]*node(nil), p.vstack[base:]...)
 				p.vstack = p.vstack[:base]
+				n.raw = p.data[start:p.pos]
 				return n
 			default:
 				return nil

@@ -3,6 +3,7 @@ package assemble
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -166,27 +167,44 @@ func DecodeBody(data []byte) (*Body, error) {
 	if len(data) > MaxRequestBytes {
 		return nil, invalid(CodeInvalidRequest, "", fmt.Sprintf("the body is %d bytes; at most %d are accepted", len(data), MaxRequestBytes))
 	}
-	var w struct {
-		Messages  json.RawMessage `json:"messages"`
-		System    json.RawMessage `json:"system"`
-		Tools     json.RawMessage `json:"tools"`
-		Budget    json.RawMessage `json:"budget"`
-		Evidence  json.RawMessage `json:"evidence"`
-		MinCursor json.RawMessage `json:"min_cursor"`
-		Wait      json.RawMessage `json:"wait"`
-	}
 	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
 		return nil, invalid(CodeInvalidRequest, "", "the body must be a JSON object")
 	}
-	if err := json.Unmarshal(data, &w); err != nil {
+	// One validating pass over the body; each message is then decoded
+	// from its own bytes.
+	root, ok := parseJSON(data)
+	if !ok || root.kind != '{' {
 		return nil, invalid(CodeInvalidRequest, "", "the body must be a JSON object with messages, system, tools, budget, evidence, min_cursor and wait")
+	}
+	var w struct {
+		Messages                                         *node
+		System, Tools, Budget, Evidence, MinCursor, Wait json.RawMessage
+	}
+	for i, k := range root.keys {
+		v := root.vals[i]
+		switch k.name {
+		case "messages":
+			w.Messages = v
+		case "system":
+			w.System = v.raw
+		case "tools":
+			w.Tools = v.raw
+		case "budget":
+			w.Budget = v.raw
+		case "evidence":
+			w.Evidence = v.raw
+		case "min_cursor":
+			w.MinCursor = v.raw
+		case "wait":
+			w.Wait = v.raw
+		}
 	}
 	body := &Body{FetchEvidence: true}
 	req := &body.Request
-	if isNull(w.Messages) {
+	if w.Messages == nil || isNull(w.Messages.raw) {
 		return nil, invalid(CodeInvalidMessages, "messages", "is required: the checkpoint's messages, oldest first")
 	}
-	msgs, err := evidence.DecodeMessages(w.Messages)
+	msgs, err := decodeMessages(w.Messages)
 	if err != nil {
 		return nil, invalid(CodeInvalidMessages, "messages", err.Error())
 	}
@@ -230,6 +248,27 @@ func DecodeBody(data []byte) (*Body, error) {
 		body.Wait = s
 	}
 	return body, nil
+}
+
+// decodeMessages decodes a parsed list of messages, each from its bytes.
+func decodeMessages(list *node) ([]evidence.Message, error) {
+	if list.kind != '[' {
+		return nil, &evidence.DecodeError{Index: -1, Problem: "messages must be a JSON list"}
+	}
+	msgs := make([]evidence.Message, len(list.vals))
+	for i, v := range list.vals {
+		m, err := evidence.DecodeMessage(v.raw)
+		if err != nil {
+			if de, ok := errors.AsType[*evidence.DecodeError](err); ok {
+				cp := *de
+				cp.Index = i
+				return nil, &cp
+			}
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return msgs, nil
 }
 
 func isNull(raw json.RawMessage) bool {
