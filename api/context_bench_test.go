@@ -17,16 +17,12 @@ import (
 // baseline handler that only decodes the body and writes it back. Compare
 // their ns/op: the endpoint should stay within twice the baseline.
 
-func contextBenchBody() []byte {
-	return []byte(`{"system":"You are a careful bookkeeping assistant.","messages":` + string(contexttest.Checkpoint()) + `}`)
-}
-
 func BenchmarkContextEndpoint(b *testing.B) {
 	bb := setup(b)
 	s, _ := fold(b, history)
 	bb.src.set(recordOf("u-42", "c-7", &s))
 	tok := userToken(b, "u-42")
-	body := contextBenchBody()
+	body := contexttest.Body()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		w := post(b, bb.h, contextPath, tok, body)
@@ -52,7 +48,7 @@ func BenchmarkContextBaseline(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(out)
 	})
-	body := contextBenchBody()
+	body := contexttest.Body()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		r := httptest.NewRequest(http.MethodPost, contextPath, bytes.NewReader(body))

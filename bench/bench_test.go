@@ -50,6 +50,7 @@ func TestBenchCommand(t *testing.T) {
 		"read_requests_per_s", "read_baseline_requests_per_s", "read_ratio", "read_p99_ms",
 		"worker_rss_mib", "worker_rss_big_event_mib", "worker_rss_pipeline_mib",
 		"coalesce_extractions_per_100",
+		"context_build_p99_ms", "context_requests_per_s", "context_baseline_requests_per_s", "context_ratio",
 	} {
 		v, ok := res[field].(float64)
 		if !ok || v <= 0 {

@@ -1,5 +1,6 @@
 // Package contexttest builds the large checkpoint that the context
-// assembly benchmarks share.
+// assembly benchmarks share: package assemble's, the API's and recall
+// bench's.
 package contexttest
 
 import (
@@ -73,4 +74,11 @@ func largeResult(i int) string {
 	}
 	b.WriteString("]}")
 	return b.String()
+}
+
+// Body is a context request body around Checkpoint, with the default
+// budget.
+func Body() []byte {
+	return []byte(`{"system":"You are a careful bookkeeping assistant.","tools":[{"name":"transactions","parameters":{"type":"object","properties":{"month":{"type":"string"}}}}],"messages":` +
+		string(Checkpoint()) + `}`)
 }
