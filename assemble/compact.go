@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/recallhq/recall/evidence"
 )
@@ -67,12 +68,18 @@ func compactToolResult(m *evidence.Message, maxBytes int) (string, bool) {
 			return compactJSON(root, maxBytes)
 		}
 	}
-	if t := bytes.TrimSpace([]byte(m.Text)); isContainer(t) {
+	if t := bytes.TrimSpace(bytesOf(m.Text)); isContainer(t) {
 		if root, ok := parseJSON(t); ok {
 			return compactJSON(root, maxBytes)
 		}
 	}
 	return compactText(m.Text, maxBytes)
+}
+
+// bytesOf views s as bytes without copying it: the parser only reads its
+// input, and what it keeps of it is copied when written out.
+func bytesOf(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 func isContainer(raw []byte) bool {
@@ -137,7 +144,7 @@ func (c *compactor) classify(aggressive bool) {
 
 func (c *compactor) addCollection(list *node, path string, aggressive bool) {
 	col := &collection{list: list, path: path}
-	for _, row := range list.vals {
+	for _, row := range list.vals() {
 		c.walk(row, path, true, aggressive)
 	}
 	c.colls = append(c.colls, col)
@@ -147,14 +154,14 @@ func (c *compactor) addCollection(list *node, path string, aggressive bool) {
 func (c *compactor) walk(n *node, path string, inRow, aggressive bool) {
 	switch n.kind {
 	case '{':
-		for i, k := range n.keys {
+		for i, k := range n.keys() {
 			kc := classOf(k)
 			if kc.protected {
 				continue
 			}
-			v := n.vals[i]
+			v := n.vals()[i]
 			switch {
-			case v.kind == '[' && !inRow && (kc.collection || aggressive && len(v.vals) > 0):
+			case v.kind == '[' && !inRow && (kc.collection || aggressive && len(v.vals()) > 0):
 				c.addCollection(v, joinPath(path, k.name), aggressive)
 			case v.kind == '"' && (kc.text || aggressive && !kc.ref):
 				v.textField = true
@@ -168,7 +175,7 @@ func (c *compactor) walk(n *node, path string, inRow, aggressive bool) {
 			}
 		}
 	case '[':
-		for _, v := range n.vals {
+		for _, v := range n.vals() {
 			c.walk(v, path, inRow, aggressive)
 		}
 	}
@@ -188,9 +195,9 @@ func (col *collection) references(brief bool) [][]byte {
 		refs = &col.brief
 	}
 	if *refs == nil {
-		*refs = make([][]byte, len(col.list.vals))
+		*refs = make([][]byte, len(col.list.vals()))
 		var buf []byte
-		for i, row := range col.list.vals {
+		for i, row := range col.list.vals() {
 			start := len(buf)
 			buf = appendRowRef(buf, row, brief)
 			if len(buf) > start {
@@ -210,9 +217,9 @@ func appendRowRef(b []byte, row *node, brief bool) []byte {
 	}
 	if brief {
 		best, rank := -1, len(refPriority)+1
-		for i, k := range row.keys {
+		for i, k := range row.keys() {
 			kc := classOf(k)
-			if v := row.vals[i]; v.kind == '{' || v.kind == '[' || len(v.raw) > 256 || !kc.ref {
+			if v := row.vals()[i]; v.kind == '{' || v.kind == '[' || len(v.raw) > 256 || !kc.ref {
 				continue
 			}
 			if kc.rank < rank {
@@ -222,11 +229,11 @@ func appendRowRef(b []byte, row *node, brief bool) []byte {
 		if best < 0 {
 			return b
 		}
-		return append(b, row.vals[best].raw...)
+		return append(b, row.vals()[best].raw...)
 	}
 	start := len(b)
-	for i, k := range row.keys {
-		v := row.vals[i]
+	for i, k := range row.keys() {
+		v := row.vals()[i]
 		if v.kind == '{' || v.kind == '[' || len(v.raw) > 256 || !classOf(k).ref {
 			continue
 		}
@@ -282,10 +289,10 @@ func (c *compactor) render(b []byte) ([]byte, bool) {
 		b = append(b, ',')
 	} else {
 		b = append(b, '{')
-		for i, k := range c.root.keys {
+		for i, k := range c.root.keys() {
 			b = append(b, k.quoted...)
 			b = append(b, ':')
-			b = c.renderValue(b, c.root.vals[i])
+			b = c.renderValue(b, c.root.vals()[i])
 			b = append(b, ',')
 			if len(b) > c.maxBytes {
 				return b, false
@@ -304,20 +311,20 @@ func (c *compactor) renderValue(b []byte, n *node) []byte {
 	switch n.kind {
 	case '{':
 		b = append(b, '{')
-		for i, k := range n.keys {
+		for i, k := range n.keys() {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, k.quoted...)
 			b = append(b, ':')
-			b = c.renderValue(b, n.vals[i])
+			b = c.renderValue(b, n.vals()[i])
 			if len(b) > c.maxBytes {
 				return b
 			}
 		}
 		return append(b, '}')
 	case '[':
-		return c.renderList(b, n.vals)
+		return c.renderList(b, n.vals())
 	case '"':
 		// A string's decoded form is never longer than its quoted bytes.
 		if n.textField && c.l >= 0 && len(n.raw)-2 > c.l {
@@ -333,7 +340,7 @@ func (c *compactor) renderValue(b []byte, n *node) []byte {
 
 // renderCollection writes the first k rows of col.
 func (c *compactor) renderCollection(b []byte, col *collection) []byte {
-	return c.renderList(b, col.list.vals[:min(c.k, len(col.list.vals))])
+	return c.renderList(b, col.list.vals()[:min(c.k, len(col.list.vals()))])
 }
 
 func (c *compactor) renderList(b []byte, vals []*node) []byte {
@@ -367,7 +374,7 @@ func (c *compactor) appendInfo(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		n := len(col.list.vals)
+		n := len(col.list.vals())
 		k := min(c.k, n)
 		b = append(b, `{"path":`...)
 		b = evidence.AppendJSONString(b, col.path)
@@ -429,7 +436,7 @@ func compactJSON(root *node, maxBytes int) (string, bool) {
 		c.classify(aggressive)
 		maxK := 0
 		for _, col := range c.colls {
-			maxK = max(maxK, len(col.list.vals))
+			maxK = max(maxK, len(col.list.vals()))
 		}
 		c.brief = false
 		k, l := c.search(&buf, &scratch, maxK)
@@ -492,10 +499,10 @@ func (c *compactor) largestK(buf, scratch *[]byte, maxK int) int {
 	for ; k < maxK; k++ {
 		add := 0
 		for _, col := range c.colls {
-			if k >= len(col.list.vals) {
+			if k >= len(col.list.vals()) {
 				continue
 			}
-			*scratch = c.renderValue((*scratch)[:0], col.list.vals[k])
+			*scratch = c.renderValue((*scratch)[:0], col.list.vals()[k])
 			add += len(*scratch) + 1
 			if ref := col.references(c.brief)[k]; ref != nil {
 				add -= len(ref) + 1
@@ -516,7 +523,7 @@ func (c *compactor) largestK(buf, scratch *[]byte, maxK int) int {
 }
 
 func (c *compactor) hasKey(n *node, key string) bool {
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if k.name == key {
 			return true
 		}

@@ -7,24 +7,41 @@ import (
 // node is a parsed JSON value; strings and other scalars keep their bytes,
 // so that what compaction does not change is written back as it was.
 type node struct {
-	kind    byte      // '{', '[', '"', or 0 for numbers, true, false, null
-	raw     []byte    // the value's bytes as written, containers included
-	keys    []*objKey // an object's keys, parallel to vals
-	vals    []*node
-	str     string // the decoded string, once decoded
-	decoded bool
-	// Set by classify: the collection this list is, or whether this
-	// string is an excerptable text field.
-	coll      *collection
+	kind byte // '{', '[', '"', or 0 for numbers, true, false, null
+	// textField is set by classify on an excerptable string.
 	textField bool
+	raw       []byte    // the value's bytes as written, containers included
+	kids      *children // a non-empty container's
+	// coll is set by classify on a list it samples.
+	coll *collection
 }
 
-func (n *node) text() string {
-	if !n.decoded {
-		_ = json.Unmarshal(n.raw, &n.str)
-		n.decoded = true
+// children are a container's keys (objects only) and values; they live
+// apart from node so that the many scalars stay small.
+type children struct {
+	keys []*objKey // parallel to vals
+	vals []*node
+}
+
+func (n *node) keys() []*objKey {
+	if n.kids == nil {
+		return nil
 	}
-	return n.str
+	return n.kids.keys
+}
+
+func (n *node) vals() []*node {
+	if n.kids == nil {
+		return nil
+	}
+	return n.kids.vals
+}
+
+// text decodes a string node.
+func (n *node) text() string {
+	var s string
+	_ = json.Unmarshal(n.raw, &s)
+	return s
 }
 
 // objKey is an object key, shared by every object that uses it.
@@ -215,8 +232,10 @@ func (p *parser) value(depth int) *node {
 				p.pos++
 			case '}':
 				p.pos++
-				n.keys = append([]*objKey(nil), p.kstack[kbase:]...)
-				n.vals = append([]*node(nil), p.vstack[base:]...)
+				n.kids = &children{
+					keys: append([]*objKey(nil), p.kstack[kbase:]...),
+					vals: append([]*node(nil), p.vstack[base:]...),
+				}
 				p.kstack, p.vstack = p.kstack[:kbase], p.vstack[:base]
 				n.raw = p.data[start:p.pos]
 				return n
@@ -245,7 +264,7 @@ func (p *parser) value(depth int) *node {
 				p.pos++
 			case ']':
 				p.pos++
-				n.vals = append([]*node(nil), p.vstack[base:]...)
+				n.kids = &children{vals: append([]*node(nil), p.vstack[base:]...)}
 				p.vstack = p.vstack[:base]
 				n.raw = p.data[start:p.pos]
 				return n

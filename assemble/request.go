@@ -180,8 +180,8 @@ func DecodeBody(data []byte) (*Body, error) {
 		Messages                                         *node
 		System, Tools, Budget, Evidence, MinCursor, Wait json.RawMessage
 	}
-	for i, k := range root.keys {
-		v := root.vals[i]
+	for i, k := range root.keys() {
+		v := root.vals()[i]
 		switch k.name {
 		case "messages":
 			w.Messages = v
@@ -255,8 +255,8 @@ func decodeMessages(list *node) ([]evidence.Message, error) {
 	if list.kind != '[' {
 		return nil, &evidence.DecodeError{Index: -1, Problem: "messages must be a JSON list"}
 	}
-	msgs := make([]evidence.Message, len(list.vals))
-	for i, v := range list.vals {
+	msgs := make([]evidence.Message, len(list.vals()))
+	for i, v := range list.vals() {
 		m, err := evidence.DecodeMessage(v.raw)
 		if err != nil {
 			if de, ok := errors.AsType[*evidence.DecodeError](err); ok {
