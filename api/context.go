@@ -25,7 +25,10 @@ func (h *Handler) postContext(w http.ResponseWriter, r *http.Request) error {
 			return newError(http.StatusRequestEntityTooLarge, CodeTooLarge,
 				"the body is over "+strconv.Itoa(assemble.MaxRequestBytes>>20)+" MiB")
 		}
-		return err
+		if r.Context().Err() != nil {
+			return r.Context().Err() // the client went
+		}
+		return newError(http.StatusBadRequest, CodeInvalidBody, "cannot read the request body")
 	}
 	body, err := assemble.DecodeBody(data)
 	if err != nil {

@@ -22,7 +22,7 @@ func BenchmarkContextEndpoint(b *testing.B) {
 	s, _ := fold(b, history)
 	bb.src.set(recordOf("u-42", "c-7", &s))
 	tok := userToken(b, "u-42")
-	body := contexttest.Body()
+	body := string(contexttest.Body())
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		w := post(b, bb.h, contextPath, tok, body)

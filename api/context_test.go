@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,23 +17,12 @@ import (
 
 const contextPath = "/v1/users/u-42/conversations/c-7/context"
 
-func post(t testing.TB, h http.Handler, target, token string, body []byte) *httptest.ResponseRecorder {
-	t.Helper()
-	r := httptest.NewRequest(http.MethodPost, target, bytes.NewReader(body))
-	if token != "" {
-		r.Header.Set("Authorization", "Bearer "+token)
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	return w
-}
-
 // contextBody is a request for the next call after history, whose evidence
 // the fake source holds.
-func contextBody(t testing.TB, extra string) []byte {
+func contextBody(t testing.TB, extra string) string {
 	t.Helper()
-	return []byte(`{"messages":` + history + `,"system":"You are a careful engineer.",` +
-		`"tools":[{"name":"search","parameters":{"type":"object"}}]` + extra + `}`)
+	return `{"messages":` + history + `,"system":"You are a careful engineer.",` +
+		`"tools":[{"name":"search","parameters":{"type":"object"}}]` + extra + `}`
 }
 
 type contextResponse struct {
@@ -178,30 +166,30 @@ func TestContextErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tok := userToken(t, "u-42")
-	huge := make([]byte, assemble.MaxRequestBytes+1)
+	huge := strings.Repeat(" ", assemble.MaxRequestBytes+1)
 	tests := []struct {
 		name       string
 		path       string
 		token      string
-		body       []byte
+		body       string
 		wantStatus int
 		wantCode   string
 		wantInMsg  string
 	}{
 		{name: "no token", token: "-", body: contextBody(t, ""), wantStatus: 401, wantCode: api.CodeUnauthorized},
 		{name: "another user", token: userToken(t, "u-1"), body: contextBody(t, ""), wantStatus: 403, wantCode: api.CodeForbidden},
-		{name: "not JSON", body: []byte(`{"messages":`), wantStatus: 400, wantCode: api.CodeInvalidRequest},
-		{name: "unknown role", body: []byte(`{"messages":[{"role":"wizard","content":"hunter2"}]}`), wantStatus: 400, wantCode: api.CodeInvalidMessages, wantInMsg: "role"},
-		{name: "no user message", body: []byte(`{"messages":[{"role":"assistant","content":"hunter2"}]}`), wantStatus: 400, wantCode: api.CodeNoUserMessage},
+		{name: "not JSON", body: `{"messages":`, wantStatus: 400, wantCode: api.CodeInvalidRequest},
+		{name: "unknown role", body: `{"messages":[{"role":"wizard","content":"hunter2"}]}`, wantStatus: 400, wantCode: api.CodeInvalidMessages, wantInMsg: "role"},
+		{name: "no user message", body: `{"messages":[{"role":"assistant","content":"hunter2"}]}`, wantStatus: 400, wantCode: api.CodeNoUserMessage},
 		{name: "negative budget", body: contextBody(t, `,"budget":{"response_reserve":-1}`), wantStatus: 400, wantCode: api.CodeInvalidBudget, wantInMsg: "budget.response_reserve"},
 		{name: "absurd budget", body: contextBody(t, `,"budget":{"prompt":99999999999}`), wantStatus: 400, wantCode: api.CodeInvalidBudget, wantInMsg: "budget.prompt"},
 		{name: "wait too long", body: contextBody(t, `,"min_cursor":1,"wait":"31s"`), wantStatus: 400, wantCode: api.CodeWaitTooLong},
 		{name: "wait negative", body: contextBody(t, `,"min_cursor":1,"wait":"-1s"`), wantStatus: 400, wantCode: api.CodeInvalidWait},
 		{name: "over 16 MiB", body: huge, wantStatus: 413, wantCode: api.CodeTooLarge},
 		{name: "budget too small", body: contextBody(t, `,"budget":{"prompt":20}`), wantStatus: 422, wantCode: api.CodeBudgetTooSmall},
-		{name: "cannot compact", body: []byte(`{"messages":[{"role":"user","content":"x"},` +
+		{name: "cannot compact", body: `{"messages":[{"role":"user","content":"x"},` +
 			`{"role":"assistant","content":"","tool_calls":[{"id":"c","name":"f","args":{}}]},` +
-			`{"role":"tool","tool_call_id":"c","content":` + rowsWithIDs(4000) + `}]}`), wantStatus: 422, wantCode: api.CodeCannotCompact},
+			`{"role":"tool","tool_call_id":"c","content":` + rowsWithIDs(4000) + `}]}`, wantStatus: 422, wantCode: api.CodeCannotCompact},
 		{name: "GET is not allowed", path: "GET", wantStatus: 405, wantCode: api.CodeMethodNotAllowed},
 	}
 	for _, tt := range tests {

@@ -1,10 +1,12 @@
-// Package api serves recall's read API (contract §6) over HTTP.
+// Package api serves recall's HTTP API, described in docs/openapi.yaml.
 //
 // Routes:
 //
 //	GET    /v1/users/{user_id}/conversations/{conversation_id}/evidence
 //	POST   /v1/users/{user_id}/conversations/{conversation_id}/context
 //	DELETE /v1/users/{user_id}/conversations/{conversation_id}
+//	GET    /v1/users/{user_id}/conversations/{conversation_id}/rejections
+//	POST   /v1/checkpoints   publish a checkpoint event over HTTP
 //	GET    /healthz   process up
 //	GET    /readyz    dependencies reachable and not draining
 //	GET    /metrics   Prometheus exposition

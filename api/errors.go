@@ -26,6 +26,10 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeClientClosed     = "client_closed"
 	CodeInternal         = "internal"
+	CodeInvalidBody      = "invalid_body"
+	CodeEmptyQuery       = "empty_query"
+	CodeQueryTooLong     = "query_too_long"
+	CodeInvalidLimit     = "invalid_limit"
 	// CodeTooLarge answers a context request body over 16 MiB (413).
 	CodeTooLarge = "too_large"
 	// The context endpoint's codes, from package assemble: 422 for a

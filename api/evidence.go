@@ -119,10 +119,14 @@ func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return writeRecord(w, rec, userID, conversationID, q.maxTokens, rec.Cursor < q.minCursor)
+}
+
+// writeRecord answers with rec as the evidence response, its message within
+// maxTokens when that is positive.
+func writeRecord(w http.ResponseWriter, rec evidence.Record, userID, conversationID string, maxTokens int, lagging bool) error {
 	// The store keys the record; the response names what was asked for.
 	rec.UserID, rec.ConversationID = userID, conversationID
-	lagging := rec.Cursor < q.minCursor
-
 	bp := bufPool.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= 64<<10 {
@@ -130,8 +134,9 @@ func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	b := (*bp)[:0]
-	if q.maxTokens > 0 {
-		if b, err = rec.AppendJSONWithin(b, q.maxTokens, lagging); err != nil {
+	var err error
+	if maxTokens > 0 {
+		if b, err = rec.AppendJSONWithin(b, maxTokens, lagging); err != nil {
 			return err
 		}
 	} else {

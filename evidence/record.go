@@ -24,6 +24,9 @@ type Record struct {
 	UpdatedAt time.Time
 	// Body is AppendBody(nil, &state, 0); nil for unknown or deleted keys.
 	Body []byte
+	// View is the focus view's entries in priority order, as JSON
+	// ([]Shown); nil in the seed profile.
+	View []byte
 }
 
 // emptyBody is the body of a conversation with no evidence.
@@ -121,5 +124,13 @@ func (r *Record) State() (State, error) {
 	}
 	s.OmittedEntries = body.OmittedEntries
 	s.Buckets = body.Buckets.clone()
+	if r.View != nil {
+		if err := json.Unmarshal(r.View, &s.Shown); err != nil {
+			return s, err
+		}
+		if s.Shown == nil {
+			s.Shown = []Shown{}
+		}
+	}
 	return s, nil
 }

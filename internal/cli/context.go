@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -15,13 +14,14 @@ import (
 )
 
 func init() {
-	register("context", "assemble the bounded prompt of a model call from a JSON request, offline: recall context FILE", runContext)
+	register("context", "assemble the bounded prompt of a model call from a request body, offline", runContext)
 }
 
 const contextUsage = `Usage: recall context [flags] FILE
 
-Assembles the bounded prompt of one model call, as the context endpoint
-does, without a server: FILE (or standard input when FILE is "-") holds the
+Assemble the bounded prompt of a model call from a request body, offline.
+
+Does what the context endpoint does, without a server: FILE (or standard input when FILE is "-") holds the
 endpoint's request body,
   {"messages":[...], "system":"...", "tools":[{...}],
    "budget":{"context_window":32768,"prompt":16000,...}, "evidence":{...}}
@@ -39,8 +39,7 @@ Flags:
 `
 
 func runContext(ctx context.Context, env *Env, args []string) error {
-	fs := flag.NewFlagSet("recall context", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "context", "FILE")
 	asJSON := fs.Bool("json", false, "print the endpoint's JSON response instead of a summary")
 	prompt := fs.Int("prompt", 0, "override budget.prompt (estimated tokens; 0: the file's)")
 	window := fs.Int("context-window", 0, "override budget.context_window (0: the file's)")
@@ -48,14 +47,16 @@ func runContext(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprint(env.Stderr, contextUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(positional) != 1 {
+		fmt.Fprintf(env.Stderr, "recall context: want FILE (or - for standard input), got %d arguments\n", len(positional))
 		fs.Usage()
 		return errUsage
 	}
-	data, err := readPublishInput(env, fs.Arg(0))
+	data, err := readPublishInput(env, positional[0])
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,9 @@ type Bundle struct {
 	GapTimeout time.Duration
 	// AckWait is given to the workers; zero means the worker's default.
 	AckWait time.Duration
+	// Logger, when set, is the workers' logger. Defaults to warnings and
+	// errors to t.Log.
+	Logger *slog.Logger
 }
 
 // New migrates a fresh database and starts a JetStream server.
@@ -126,7 +129,10 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := b.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	var rc *river.Client[pgx.Tx]
 	st, err := store.New(pool, &store.Config{Logger: logger, Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, u, c)
@@ -263,7 +269,8 @@ func Oracle(t testing.TB, history []json.RawMessage) evidence.State {
 	return s
 }
 
-// RequireState compares a stored record with an oracle state, all but version.
+// RequireState compares a stored record with an oracle state, all but
+// version: the evidence and, in the focus profile, the view's priority order.
 func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
 	t.Helper()
 	got, err := rec.State()
@@ -275,13 +282,15 @@ func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
 		P evidence.Digest
 		O int
 		B evidence.Buckets
-	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets})
+		S []evidence.Shown
+	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets, got.Shown})
 	wj, _ := json.Marshal(struct {
 		C int
 		P evidence.Digest
 		O int
 		B evidence.Buckets
-	}{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets})
+		S []evidence.Shown
+	}{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets, want.Shown})
 	if string(gj) != string(wj) {
 		t.Fatalf("state differs from the oracle:\n got %s\nwant %s", gj, wj)
 	}
