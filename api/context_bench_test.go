@@ -2,8 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -33,21 +31,7 @@ func BenchmarkContextEndpoint(b *testing.B) {
 }
 
 func BenchmarkContextBaseline(b *testing.B) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		out, _ := json.Marshal(v)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
-	})
+	h := contexttest.EchoHandler()
 	body := contexttest.Body()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {

@@ -3,13 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/recallhq/recall/api"
@@ -101,29 +98,12 @@ func (e *env) contextScenario(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// startBaselineContext serves the bare handler: read the body, decode it
-// as JSON, encode it again and write it, with the API's server settings.
+// startBaselineContext serves the bare handler (contexttest.EchoHandler:
+// read the body, decode it as JSON, encode it again and write it) with the
+// API's server settings.
 func startBaselineContext() (*http.Server, error) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/users/{user_id}/conversations/{conversation_id}/context", func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, assemble.MaxRequestBytes))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		out, err := json.Marshal(v)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
-	})
+	mux.Handle("POST /v1/users/{user_id}/conversations/{conversation_id}/context", contexttest.EchoHandler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -137,54 +117,12 @@ func startBaselineContext() (*http.Server, error) {
 // postLoad posts body from clients goroutines for d and returns requests
 // per second and the p99 latency.
 func postLoad(ctx context.Context, client *http.Client, url, token string, body []byte, clients int, d time.Duration) (readResult, error) {
-	var (
-		mu       sync.Mutex
-		all      []time.Duration
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	start := time.Now()
-	deadline := start.Add(d)
-	for range clients {
-		wg.Go(func() {
-			var mine []time.Duration
-			var err error
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				if token != "" {
-					req.Header.Set("Authorization", "Bearer "+token)
-				}
-				t0 := time.Now()
-				resp, rerr := client.Do(req)
-				if rerr != nil {
-					err = rerr
-					break
-				}
-				n, _ := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				mine = append(mine, time.Since(t0))
-				if resp.StatusCode != http.StatusOK || n < 100 {
-					err = fmt.Errorf("status %d, %d bytes", resp.StatusCode, n)
-					break
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			all = append(all, mine...)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if firstErr != nil {
-		return readResult{}, firstErr
-	}
-	if len(all) == 0 {
-		return readResult{}, fmt.Errorf("no request completed in %v", d)
-	}
-	slices.Sort(all)
-	return readResult{rps: float64(len(all)) / elapsed.Seconds(), p99: percentile(all, 0.99)}, nil
+	return httpLoad(ctx, client, clients, d, func(int, int) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		return req
+	})
 }

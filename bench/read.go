@@ -132,6 +132,18 @@ type readResult struct {
 // readLoad sends GETs from clients goroutines for d, cycling over keys, and
 // returns requests per second and the p99 latency.
 func readLoad(ctx context.Context, client *http.Client, base string, keys [][2]string, tokens map[string]string, clients int, d time.Duration) (readResult, error) {
+	return httpLoad(ctx, client, clients, d, func(g, i int) *http.Request {
+		k := keys[(g*7919+i)%len(keys)]
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, evidenceURL(base, k[0], k[1]), nil)
+		req.Header.Set("Authorization", "Bearer "+tokens[k[0]])
+		return req
+	})
+}
+
+// httpLoad sends the requests newRequest makes (the i-th of goroutine g)
+// from clients goroutines for d, each answered 200 with at least 100 bytes,
+// and returns requests per second and the p99 latency.
+func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Duration, newRequest func(g, i int) *http.Request) (readResult, error) {
 	var (
 		mu       sync.Mutex
 		all      []time.Duration
@@ -143,20 +155,16 @@ func readLoad(ctx context.Context, client *http.Client, base string, keys [][2]s
 	for g := range clients {
 		wg.Go(func() {
 			mine := make([]time.Duration, 0, 4096)
-			buf := make([]byte, 32<<10)
 			var err error
-			for i := g * 7919; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
-				k := keys[i%len(keys)]
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, evidenceURL(base, k[0], k[1]), nil)
-				req.Header.Set("Authorization", "Bearer "+tokens[k[0]])
+			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				req := newRequest(g, i)
 				t0 := time.Now()
 				resp, rerr := client.Do(req)
 				if rerr != nil {
 					err = rerr
 					break
 				}
-				n, _ := io.ReadFull(resp.Body, buf)
-				_, _ = io.Copy(io.Discard, resp.Body)
+				n, _ := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				mine = append(mine, time.Since(t0))
 				if resp.StatusCode != http.StatusOK || n < 100 {

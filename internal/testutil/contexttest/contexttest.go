@@ -6,6 +6,8 @@ package contexttest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 )
 
@@ -81,4 +83,29 @@ func largeResult(i int) string {
 func Body() []byte {
 	return []byte(`{"system":"You are a careful bookkeeping assistant.","tools":[{"name":"transactions","parameters":{"type":"object","properties":{"month":{"type":"string"}}}}],"messages":` +
 		string(Checkpoint()) + `}`)
+}
+
+// EchoHandler is the baseline the context endpoint is measured against: it
+// reads the body (at most 16 MiB), decodes it as JSON, encodes it again and
+// writes it, and does nothing else.
+func EchoHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
 }
