@@ -32,7 +32,7 @@ func (h *Handler) postContext(w http.ResponseWriter, r *http.Request) error {
 	}
 	body, err := assemble.DecodeBody(data)
 	if err != nil {
-		h.countContext(r, "invalid", nil)
+		h.countContext(r, "invalid", nil, false)
 		return err
 	}
 	req := &body.Request
@@ -59,10 +59,10 @@ func (h *Handler) postContext(w http.ResponseWriter, r *http.Request) error {
 		if e, ok := errors.AsType[*assemble.Error](err); ok && e.Unprocessable() {
 			outcome = e.Code
 		}
-		h.countContext(r, outcome, nil)
+		h.countContext(r, outcome, nil, false)
 		return err
 	}
-	h.countContext(r, "assembled", res)
+	h.countContext(r, "assembled", res, req.Evidence != nil && req.Evidence.Message != nil)
 
 	bp := bufPool.Get().(*[]byte)
 	defer func() {
@@ -77,8 +77,9 @@ func (h *Handler) postContext(w http.ResponseWriter, r *http.Request) error {
 }
 
 // countContext counts and logs one assembly: its outcome, estimates,
-// dropped turns and compactions, never ids or message text.
-func (h *Handler) countContext(r *http.Request, outcome string, res *assemble.Result) {
+// dropped turns and compactions, and whether the evidence message there was
+// (hadEvidence) went in; never ids or message text.
+func (h *Handler) countContext(r *http.Request, outcome string, res *assemble.Result, hadEvidence bool) {
 	h.metrics.ContextRequests.WithLabelValues(outcome).Inc()
 	if res == nil {
 		h.logger.InfoContext(r.Context(), "api: context not assembled", slog.String("outcome", outcome))
@@ -97,7 +98,7 @@ func (h *Handler) countContext(r *http.Request, outcome string, res *assemble.Re
 	switch {
 	case res.Evidence.Included:
 		evidence = "included"
-	case res.Evidence.Version > 0:
+	case hadEvidence:
 		evidence = "left_out"
 	}
 	h.metrics.ContextEvidence.WithLabelValues(evidence).Inc()

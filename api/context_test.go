@@ -95,6 +95,9 @@ func TestContext(t *testing.T) {
 	if n := counterValue(t, b.metrics.ContextRequests.WithLabelValues("assembled")); n != 1 {
 		t.Errorf("assembled = %v, want 1", n)
 	}
+	if n := counterValue(t, b.metrics.ContextEvidence.WithLabelValues("included")); n != 1 {
+		t.Errorf("evidence included = %v, want 1", n)
+	}
 	logs := b.logs.String()
 	if !strings.Contains(logs, "tokens_total=") || !strings.Contains(logs, "dropped_turns=0") {
 		t.Errorf("the assembly is not logged: %s", logs)
@@ -117,6 +120,20 @@ func TestContextDropsAndCounts(t *testing.T) {
 	}
 	if n := counterValue(t, b.metrics.ContextDroppedTurns); n != 2 {
 		t.Errorf("dropped turns counted %v, want 2", n)
+	}
+	if n := counterValue(t, b.metrics.ContextEvidence.WithLabelValues("none")); n != 1 {
+		t.Errorf("evidence none = %v, want 1", n)
+	}
+
+	// Evidence that does not fit beside the mandatory part is left out.
+	s, _ := fold(t, history)
+	b.src.set(recordOf("u-42", "c-7", &s))
+	r = decodeContext(t, post(t, b.h, contextPath, serviceToken(t), contextBody(t, `,"budget":{"prompt":60}`)))
+	if r.Evidence.Included || r.Evidence.Version != s.Version {
+		t.Errorf("evidence %+v, want left out at version %d", r.Evidence, s.Version)
+	}
+	if n := counterValue(t, b.metrics.ContextEvidence.WithLabelValues("left_out")); n != 1 {
+		t.Errorf("evidence left_out = %v, want 1", n)
 	}
 }
 
