@@ -63,15 +63,17 @@ func refKey(k string) bool {
 // compactToolResult compacts m's result within maxBytes of text, or
 // reports that its structure and references alone do not fit.
 func compactToolResult(m *evidence.Message, maxBytes int) (string, bool) {
-	if isContainer(m.Artifact) {
-		if root, ok := parseJSON(m.Artifact); ok {
-			return compactJSON(root, maxBytes)
+	for _, src := range [][]byte{m.Artifact, bytes.TrimSpace(bytesOf(m.Text))} {
+		if !isContainer(src) {
+			continue
 		}
-	}
-	if t := bytes.TrimSpace(bytesOf(m.Text)); isContainer(t) {
-		if root, ok := parseJSON(t); ok {
-			return compactJSON(root, maxBytes)
+		root, ok, release := parseJSON(src)
+		if ok {
+			out, ok := compactJSON(root, maxBytes)
+			release()
+			return out, ok
 		}
+		release()
 	}
 	return compactText(m.Text, maxBytes)
 }

@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"encoding/json"
+	"sync"
 )
 
 // node is a parsed JSON value; strings and other scalars keep their bytes,
@@ -58,20 +59,39 @@ const maxDepth = 10000
 // parseJSON parses one JSON value that is all of data (whitespace around it
 // aside), validating as it goes: ok is false for anything encoding/json
 // would reject. Object keys are interned, as rows repeat them.
-func parseJSON(data []byte) (*node, bool) {
-	p := parser{data: data, keys: map[string]*objKey{}}
+//
+// The nodes come from pooled blocks: call release once nothing refers to
+// them any more.
+func parseJSON(data []byte) (root *node, ok bool, release func()) {
+	p := &parser{data: data, keys: map[string]*objKey{}}
+	release = p.release
 	n := p.value(0)
 	if n == nil {
-		return nil, false
+		return nil, false, release
 	}
 	p.ws()
-	return n, p.pos == len(p.data)
+	return n, p.pos == len(p.data), release
+}
+
+// slabSize is how many nodes a pooled block holds.
+const slabSize = 256
+
+var slabs = sync.Pool{New: func() any { s := make([]node, slabSize); return &s }}
+
+// release clears the parser's blocks and returns them to the pool.
+func (p *parser) release() {
+	for _, s := range p.used {
+		clear(*s)
+		slabs.Put(s)
+	}
+	p.used, p.slab = nil, nil
 }
 
 type parser struct {
 	data []byte
 	pos  int
-	slab []node
+	slab []node    // what is left of the current block
+	used []*[]node // the blocks taken from the pool
 	keys map[string]*objKey
 	// Stacks of the children of the containers being parsed, copied into
 	// exact-size slices when a container ends.
@@ -82,7 +102,9 @@ type parser struct {
 // node allocates nodes in blocks.
 func (p *parser) node(kind byte) *node {
 	if len(p.slab) == 0 {
-		p.slab = make([]node, 256)
+		s := slabs.Get().(*[]node)
+		p.used = append(p.used, s)
+		p.slab = *s
 	}
 	n := &p.slab[0]
 	p.slab = p.slab[1:]

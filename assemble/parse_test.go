@@ -17,7 +17,8 @@ func FuzzParseJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, ok := parseJSON(data)
+		n, ok, release := parseJSON(data)
+		defer release()
 		if want := json.Valid(data); ok != want {
 			t.Fatalf("parseJSON ok = %v, json.Valid = %v for %q", ok, want, data)
 		}
@@ -30,7 +31,7 @@ func FuzzParseJSON(f *testing.F) {
 func TestParseJSONDepth(t *testing.T) {
 	for _, depth := range []int{maxDepth, maxDepth + 1} {
 		deep := append(bytes.Repeat([]byte("["), depth), bytes.Repeat([]byte("]"), depth)...)
-		if _, ok := parseJSON(deep); ok != json.Valid(deep) {
+		if _, ok, _ := parseJSON(deep); ok != json.Valid(deep) {
 			t.Errorf("nesting %d: parseJSON ok = %v, json.Valid = %v", depth, ok, !ok)
 		}
 	}

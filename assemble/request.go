@@ -172,7 +172,8 @@ func DecodeBody(data []byte) (*Body, error) {
 	}
 	// One validating pass over the body; each message is then decoded
 	// from its own bytes.
-	root, ok := parseJSON(data)
+	root, ok, release := parseJSON(data)
+	defer release()
 	if !ok || root.kind != '{' {
 		return nil, invalid(CodeInvalidRequest, "", "the body must be a JSON object with messages, system, tools, budget, evidence, min_cursor and wait")
 	}
