@@ -69,8 +69,9 @@ type Config struct {
 	// Metrics receives request counts, latencies and the waiter gauge, and
 	// is served on /metrics. Defaults to a fresh metrics.New().
 	Metrics *metrics.Metrics
-	// Logger receives server errors (never ids or message text). Defaults
-	// to a logger that discards.
+	// Logger receives server errors and a summary of each context assembly
+	// (estimates and counts; never ids or message text). Defaults to a
+	// logger that discards.
 	Logger *slog.Logger
 	// Publisher publishes the events of POST /v1/checkpoints to the stream.
 	// Defaults to none: the route answers 503.
@@ -118,6 +119,7 @@ const (
 	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
 	routeIngest   = "POST /v1/checkpoints"
 	routeRejected = "GET /v1/users/{user_id}/conversations/{conversation_id}/rejections"
+	routeContext  = "POST /v1/users/{user_id}/conversations/{conversation_id}/context"
 	routeHealthz  = "GET /healthz"
 	routeReadyz   = "GET /readyz"
 	routeMetrics  = "GET /metrics"
@@ -179,6 +181,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
 	h.mux.HandleFunc(routeIngest, h.handle(h.postCheckpoint))
 	h.mux.HandleFunc(routeRejected, h.handle(h.getRejections))
+	h.mux.HandleFunc(routeContext, h.handle(h.postContext))
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))

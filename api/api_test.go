@@ -44,7 +44,7 @@ type testBundle struct {
 	logs    *bytes.Buffer
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	src := newFakeSource()
 	m := metrics.New()

@@ -3,6 +3,7 @@
 // Routes:
 //
 //	GET    /v1/users/{user_id}/conversations/{conversation_id}/evidence
+//	POST   /v1/users/{user_id}/conversations/{conversation_id}/context
 //	DELETE /v1/users/{user_id}/conversations/{conversation_id}
 //	GET    /v1/users/{user_id}/conversations/{conversation_id}/rejections
 //	POST   /v1/checkpoints   publish a checkpoint event over HTTP
@@ -18,4 +19,8 @@
 // nothing of Postgres, and long-polls (?min_cursor=N&wait=2s) on a
 // [Notifier] that wakes waiters when a conversation's state changes, so that
 // a waiting request costs no queries between changes.
+//
+// The context route assembles the bounded prompt of an agent's next model
+// call from the checkpoint in its body and the conversation's evidence,
+// with package assemble; it stores nothing.
 package api

@@ -57,16 +57,25 @@ func (h *Handler) parseEvidenceQuery(q url.Values) (evidenceQuery, error) {
 		eq.minCursor = n
 	}
 	if q.Has("wait") {
-		d, err := parseWait(q.Get("wait"))
+		d, err := h.parseWait(q.Get("wait"))
 		if err != nil {
 			return eq, err
-		}
-		if d > h.maxWait {
-			return eq, newError(http.StatusBadRequest, CodeWaitTooLong, "wait may be at most "+h.maxWait.String())
 		}
 		eq.wait = d
 	}
 	return eq, nil
+}
+
+// parseWait reads a wait and checks it against the longest allowed.
+func (h *Handler) parseWait(s string) (time.Duration, error) {
+	d, err := parseWait(s)
+	if err != nil {
+		return 0, err
+	}
+	if d > h.maxWait {
+		return 0, newError(http.StatusBadRequest, CodeWaitTooLong, "wait may be at most "+h.maxWait.String())
+	}
+	return d, nil
 }
 
 // parseWait reads a Go duration ("2s", "500ms") or a number of seconds ("2",

@@ -132,12 +132,16 @@ type readResult struct {
 // readLoad sends GETs from clients goroutines for d, cycling over keys, and
 // returns requests per second and the p99 latency.
 func readLoad(ctx context.Context, client *http.Client, base string, keys [][2]string, tokens map[string]string, clients int, d time.Duration) (readResult, error) {
-	r, err := httpLoad(ctx, client, clients, d, func(g, i int) *http.Request {
+	return summarise(httpLoad(ctx, client, clients, d, func(g, i int) *http.Request {
 		k := keys[(g*7919+i)%len(keys)]
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, evidenceURL(base, k[0], k[1]), nil)
 		req.Header.Set("Authorization", "Bearer "+tokens[k[0]])
 		return req
-	})
+	}))
+}
+
+// summarise turns a load's latencies into requests per second and p99.
+func summarise(r loadResult, err error) (readResult, error) {
 	if err != nil {
 		return readResult{}, err
 	}
@@ -167,7 +171,6 @@ func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Dura
 	for g := range clients {
 		wg.Go(func() {
 			mine := make([]time.Duration, 0, 4096)
-			buf := make([]byte, 32<<10)
 			var err error
 			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 				req := newRequest(g, i)
@@ -177,8 +180,7 @@ func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Dura
 					err = rerr
 					break
 				}
-				n, _ := io.ReadFull(resp.Body, buf)
-				_, _ = io.Copy(io.Discard, resp.Body)
+				n, _ := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				mine = append(mine, time.Since(t0))
 				if resp.StatusCode != http.StatusOK || n < 100 {

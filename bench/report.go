@@ -112,6 +112,17 @@ type Result struct {
 	// a search's candidates, on that conversation.
 	SearchPlan []string `json:"search_plan,omitempty"`
 
+	// Scenario 7: context assembly.
+	ContextBodyBytes            int     `json:"context_body_bytes"`
+	ContextBuildP50Ms           float64 `json:"context_build_p50_ms"`
+	ContextBuildP99Ms           float64 `json:"context_build_p99_ms"`
+	ContextClients              int     `json:"context_clients"`
+	ContextRequestsPerS         float64 `json:"context_requests_per_s"`
+	ContextBaselineRequestsPerS float64 `json:"context_baseline_requests_per_s"`
+	ContextRatio                float64 `json:"context_ratio"`
+	ContextP99Ms                float64 `json:"context_p99_ms"`
+	ContextBaselineP99Ms        float64 `json:"context_baseline_p99_ms"`
+
 	// Scenario 5.
 	MemoryMethod             string  `json:"memory_method,omitempty"`
 	WorkerRSSMiB             float64 `json:"worker_rss_mib"`
@@ -154,6 +165,8 @@ const (
 	TargetPipelineRSSMiB  = 200
 	TargetCoalescePer100  = 25
 	TargetSearchP99Ms     = 25
+	TargetContextBuildMs  = 5
+	TargetContextRatio    = 0.5
 	targetMet, targetMiss = "met", "MISSED"
 )
 
@@ -224,6 +237,15 @@ func (r *Result) WriteTable(w io.Writer) error {
 			r.BigEventMiB, r.WorkerRSSBigEventMiB, perEvent, r.WorkerIdleRSSMiB, TargetRSSPerEvent, verdict(perEvent < TargetRSSPerEvent))
 		fmt.Fprintf(tw, "  during scenario 1's workload\t%.1f MiB (%.0f events/s)\t\t\t< %d MiB %s\t\n",
 			r.WorkerRSSPipelineMiB, r.MemoryPipelineEventsPerS, TargetPipelineRSSMiB, verdict(r.WorkerRSSPipelineMiB < TargetPipelineRSSMiB))
+	}
+	if r.ContextBodyBytes > 0 {
+		fmt.Fprintf(tw, "7 context assembly in process, %.1f MB body\tBuild p50 %.2f  p99 %.2f ms\t\t\tp99 < %d ms %s\t\n",
+			float64(r.ContextBodyBytes)/1e6, r.ContextBuildP50Ms, r.ContextBuildP99Ms, TargetContextBuildMs, verdict(r.ContextBuildP99Ms < TargetContextBuildMs))
+	}
+	if r.ContextClients > 0 {
+		fmt.Fprintf(tw, "  POST …/context, %d clients\t%.1f req/s, p99 %.0f ms\t%.1f req/s, p99 %.0f ms decode and echo\t%.2f\t≥ %.2f %s\t\n",
+			r.ContextClients, r.ContextRequestsPerS, r.ContextP99Ms, r.ContextBaselineRequestsPerS, r.ContextBaselineP99Ms, r.ContextRatio,
+			TargetContextRatio, verdict(r.ContextRatio >= TargetContextRatio))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

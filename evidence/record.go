@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -82,6 +83,24 @@ func (r *Record) appendJSON(b, body []byte, lagging bool) []byte {
 	b = append(b, `,"lagging":`...)
 	b = strconv.AppendBool(b, lagging)
 	return append(b, '}')
+}
+
+// Message returns the stored evidence message (the one the read API
+// answers with when no max_tokens is asked for): nil when the conversation
+// has none.
+func (r *Record) Message() (*EvidenceMessage, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	var body struct {
+		Message *EvidenceMessage `json:"message"`
+	}
+	raw := make([]byte, 0, len(r.Body)+2)
+	raw = append(append(append(raw, '{'), r.Body...), '}')
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, fmt.Errorf("decode the stored evidence message: %w", err)
+	}
+	return body.Message, nil
 }
 
 // State decodes the record back into a State.

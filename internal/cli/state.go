@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -61,13 +59,7 @@ func runState(ctx context.Context, env *Env, args []string) error {
 		doc = rec.AppendJSON(nil, false)
 	}
 	if *format == "json" {
-		var out bytes.Buffer
-		if err := json.Indent(&out, doc, "", "  "); err != nil {
-			return err
-		}
-		out.WriteByte('\n')
-		_, err := env.Stdout.Write(out.Bytes())
-		return err
+		return writeIndented(env.Stdout, doc)
 	}
 	s, err := rec.State()
 	if err != nil {
