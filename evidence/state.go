@@ -137,7 +137,8 @@ type Config struct {
 	// Defaults to 50,000 (as do values below 1).
 	MaxArchiveEntries int
 	// Classifier picks an entry's bucket. Defaults to one built from
-	// DefaultKeywords.
+	// FocusKeywords in the focus profile, from DefaultKeywords in the seed
+	// profile.
 	Classifier *Classifier
 }
 
@@ -165,6 +166,9 @@ func (c *Config) withDefaults() Config {
 	cfg.MaxArchiveEntries = cmp.Or(max(cfg.MaxArchiveEntries, 0), DefaultMaxArchiveEntries)
 	if cfg.Classifier == nil {
 		cfg.Classifier = defaultClassifier
+		if cfg.Profile == ProfileFocus {
+			cfg.Classifier = focusClassifier
+		}
 	}
 	return cfg
 }
