@@ -28,7 +28,7 @@ faults-long: ## the long fault suite (kill loop, drains, outages, poison) — te
 
 .PHONY: bench
 bench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem ./evidence ./api
+	$(GO) test -run '^$$' -bench . -benchmem ./evidence ./assemble ./api
 
 .PHONY: eval
 eval: ## evidence quality report over the fixtures

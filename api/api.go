@@ -24,6 +24,11 @@ type Source interface {
 	// Evidence returns the stored record; for an unknown or deleted key a
 	// Record with only the key set (Version 0, Body nil).
 	Evidence(ctx context.Context, userID, conversationID string) (evidence.Record, error)
+	// Search returns the stored record with its message and buckets chosen
+	// for query instead of the current request (the focus view); in the
+	// seed profile, the stored record. Unknown and deleted keys are as in
+	// Evidence.
+	Search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error)
 	// DeleteConversation deletes evidence and held messages and writes a
 	// tombstone. It is idempotent.
 	DeleteConversation(ctx context.Context, userID, conversationID string) error
@@ -38,7 +43,7 @@ type Notifier interface {
 	Subscribe(userID, conversationID string) (<-chan struct{}, func())
 }
 
-// DefaultMaxWait is the longest wait a request may ask for (§6).
+// DefaultMaxWait is the longest wait a request may ask for.
 const DefaultMaxWait = 30 * time.Second
 
 // DefaultReadyTimeout bounds one /readyz check.
@@ -71,9 +76,23 @@ type Config struct {
 	// Metrics receives request counts, latencies and the waiter gauge, and
 	// is served on /metrics. Defaults to a fresh metrics.New().
 	Metrics *metrics.Metrics
-	// Logger receives server errors (never ids or message text). Defaults
-	// to a logger that discards.
+	// Logger receives server errors and a summary of each context assembly
+	// (estimates and counts; never ids or message text). Defaults to a
+	// logger that discards.
 	Logger *slog.Logger
+	// Publisher publishes the events of POST /v1/checkpoints to the stream.
+	// Defaults to none: the route answers 503.
+	Publisher Publisher
+	// Limits bound the events POST /v1/checkpoints accepts; use the
+	// worker's, so that what the API accepts the worker accepts. Defaults
+	// to evidence's defaults.
+	Limits evidence.Limits
+	// PublishTimeout bounds the wait for the stream's ack of one event.
+	// Defaults to 10s.
+	PublishTimeout time.Duration
+	// Rejections lists a conversation's recorded rejections for
+	// GET …/rejections. Defaults to none: the route answers 503.
+	Rejections RejectionLister
 }
 
 // Handler serves the read API. It is an http.Handler.
@@ -91,6 +110,11 @@ type Handler struct {
 	logger       *slog.Logger
 	mux          *http.ServeMux
 
+	publisher      Publisher
+	limits         evidence.Limits
+	publishTimeout time.Duration
+	rejections     RejectionLister
+
 	draining  atomic.Bool
 	drainOnce sync.Once
 	drained   chan struct{} // closed by SetDraining
@@ -99,7 +123,11 @@ type Handler struct {
 // Route patterns; they are also the "route" label of the HTTP metrics.
 const (
 	routeEvidence = "GET /v1/users/{user_id}/conversations/{conversation_id}/evidence"
+	routeSearch   = "POST /v1/users/{user_id}/conversations/{conversation_id}/evidence/search"
 	routeDelete   = "DELETE /v1/users/{user_id}/conversations/{conversation_id}"
+	routeIngest   = "POST /v1/checkpoints"
+	routeRejected = "GET /v1/users/{user_id}/conversations/{conversation_id}/rejections"
+	routeContext  = "POST /v1/users/{user_id}/conversations/{conversation_id}/context"
 	routeHealthz  = "GET /healthz"
 	routeReadyz   = "GET /readyz"
 	routeMetrics  = "GET /metrics"
@@ -125,6 +153,10 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		return nil, fmt.Errorf("api: Config.MaxWaiters is %d: it must be positive, or 0 for the default %d", cfg.MaxWaiters, DefaultMaxWaiters)
 	case cfg.ReadTimeout < 0:
 		return nil, fmt.Errorf("api: Config.ReadTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadTimeout, DefaultReadTimeout)
+	case cfg.PublishTimeout < 0:
+		return nil, fmt.Errorf("api: Config.PublishTimeout is %v: it must be positive, or 0 for the default %v", cfg.PublishTimeout, DefaultPublishTimeout)
+	case cfg.Limits.MaxEventBytes < 0 || cfg.Limits.MaxMessages < 0:
+		return nil, errors.New("api: Config.Limits must not be negative; 0 means the default")
 	case cfg.ReadyTimeout < 0:
 		return nil, fmt.Errorf("api: Config.ReadyTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadyTimeout, DefaultReadyTimeout)
 	}
@@ -143,6 +175,11 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		logger:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		mux:          http.NewServeMux(),
 		drained:      make(chan struct{}),
+
+		publisher:      cfg.Publisher,
+		limits:         evidence.Limits{MaxEventBytes: cmp.Or(cfg.Limits.MaxEventBytes, evidence.DefaultMaxEventBytes), MaxMessages: cmp.Or(cfg.Limits.MaxMessages, evidence.DefaultMaxMessages)},
+		publishTimeout: cmp.Or(cfg.PublishTimeout, DefaultPublishTimeout),
+		rejections:     cfg.Rejections,
 	}
 	h.waiters = newWaiters(src, cfg.Notifier, cmp.Or(cfg.MaxWaiters, DefaultMaxWaiters), cmp.Or(cfg.ReadTimeout, DefaultReadTimeout))
 	if h.ready == nil {
@@ -152,7 +189,11 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		h.metrics = metrics.New()
 	}
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
+	h.mux.HandleFunc(routeSearch, h.handle(h.searchEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
+	h.mux.HandleFunc(routeIngest, h.handle(h.postCheckpoint))
+	h.mux.HandleFunc(routeRejected, h.handle(h.getRejections))
+	h.mux.HandleFunc(routeContext, h.handle(h.postContext))
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))

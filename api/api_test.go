@@ -25,6 +25,7 @@ import (
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/internal/token"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -43,7 +44,7 @@ type testBundle struct {
 	logs    *bytes.Buffer
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	src := newFakeSource()
 	m := metrics.New()
@@ -71,11 +72,21 @@ func sign(t testing.TB, claims jwt.MapClaims) string {
 }
 
 func userToken(t testing.TB, sub string) string {
-	return sign(t, jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Hour).Unix()})
+	t.Helper()
+	s, err := token.Sign(secret, sub, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func serviceToken(t testing.TB) string {
-	return sign(t, jwt.MapClaims{"sub": "svc", "scope": "recall:service", "exp": time.Now().Add(time.Hour).Unix()})
+	t.Helper()
+	s, err := token.Sign(secret, "svc", time.Hour, &token.Options{Service: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func do(t testing.TB, h http.Handler, method, target, token string) *httptest.ResponseRecorder {
@@ -127,13 +138,25 @@ const sentinelHistory = `[
  {"id":"m2","role":"user","content":"And now?"}
 ]`
 
+// fold folds a history by the seed profile's rules, which the golden
+// responses pin; foldFocus by the focus profile's.
 func fold(t testing.TB, historyJSON string) (evidence.State, []evidence.Message) {
+	t.Helper()
+	return foldWith(t, historyJSON, &evidence.Config{Profile: evidence.ProfileSeed})
+}
+
+func foldFocus(t testing.TB, historyJSON string) (evidence.State, []evidence.Message) {
+	t.Helper()
+	return foldWith(t, historyJSON, nil)
+}
+
+func foldWith(t testing.TB, historyJSON string, cfg *evidence.Config) (evidence.State, []evidence.Message) {
 	t.Helper()
 	msgs, err := evidence.DecodeMessages([]byte(historyJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, outcome, err := evidence.Fold(evidence.NewState(), msgs, nil)
+	s, outcome, err := evidence.Fold(evidence.NewState(), msgs, cfg)
 	if err != nil || outcome != evidence.Applied {
 		t.Fatalf("Fold: %v, %v", outcome, err)
 	}
@@ -142,12 +165,16 @@ func fold(t testing.TB, historyJSON string) (evidence.State, []evidence.Message)
 
 // recordOf is the record a store keeps for s.
 func recordOf(user, conv string, s *evidence.State) evidence.Record {
-	return evidence.Record{
+	rec := evidence.Record{
 		UserID: user, ConversationID: conv,
 		Version: s.Version, Cursor: s.Cursor, MessageCount: s.MessageCount, PrefixDigest: s.PrefixDigest,
 		UpdatedAt: updatedAt,
 		Body:      evidence.AppendBody(nil, s, 0),
 	}
+	if s.Shown != nil {
+		rec.View, _ = json.Marshal(s.Shown)
+	}
+	return rec
 }
 
 // response is the GET …/evidence body.
@@ -547,6 +574,12 @@ func TestEvidenceResponses(t *testing.T) {
 
 func TestMaxTokensDropsEntries(t *testing.T) {
 	t.Parallel()
+	for name, fold := range map[string]func(testing.TB, string) (evidence.State, []evidence.Message){"seed": fold, "focus": foldFocus} {
+		t.Run(name, func(t *testing.T) { testMaxTokensDropsEntries(t, fold) })
+	}
+}
+
+func testMaxTokensDropsEntries(t *testing.T, fold func(testing.TB, string) (evidence.State, []evidence.Message)) {
 	b := setup(t)
 	live, _ := fold(t, history)
 	b.src.set(recordOf("u-42", "c-7", &live))

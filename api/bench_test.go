@@ -53,6 +53,10 @@ func (s pgSource) Evidence(ctx context.Context, userID, conversationID string) (
 	return rec, nil
 }
 
+func (s pgSource) Search(ctx context.Context, userID, conversationID, _ string) (evidence.Record, error) {
+	return s.Evidence(ctx, userID, conversationID)
+}
+
 func (s pgSource) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	_, err := s.pool.Exec(ctx, `DELETE FROM bench_evidence WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
 	return err

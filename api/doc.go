@@ -1,9 +1,12 @@
-// Package api serves recall's read API (contract §6) over HTTP.
+// Package api serves recall's HTTP API, described in docs/openapi.yaml.
 //
 // Routes:
 //
 //	GET    /v1/users/{user_id}/conversations/{conversation_id}/evidence
+//	POST   /v1/users/{user_id}/conversations/{conversation_id}/context
 //	DELETE /v1/users/{user_id}/conversations/{conversation_id}
+//	GET    /v1/users/{user_id}/conversations/{conversation_id}/rejections
+//	POST   /v1/checkpoints   publish a checkpoint event over HTTP
 //	GET    /healthz   process up
 //	GET    /readyz    dependencies reachable and not draining
 //	GET    /metrics   Prometheus exposition
@@ -16,7 +19,12 @@
 // nothing of Postgres, and long-polls (?min_cursor=N&wait=2s) on a
 // [Notifier] that wakes waiters when a conversation's state changes, so that
 // a waiting request costs no queries between changes. The requests waiting
-// on one key share one subscription and one read per wake-up; at most
-// Config.MaxWaiters wait at once (past it, 429 with Retry-After), and every
-// read has a deadline (Config.ReadTimeout).
+// on one key share one subscription and one read per wake-up, whether they
+// came for evidence or for a context; at most Config.MaxWaiters wait at once
+// (past it, 429 with Retry-After), and every read has a deadline
+// (Config.ReadTimeout).
+//
+// The context route assembles the bounded prompt of an agent's next model
+// call from the checkpoint in its body and the conversation's evidence,
+// with package assemble; it stores nothing.
 package api

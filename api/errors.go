@@ -6,6 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/recallhq/recall/assemble"
 )
 
 // Error codes of the error body {"error":{"code","message"}}.
@@ -24,6 +28,20 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeClientClosed     = "client_closed"
 	CodeInternal         = "internal"
+	CodeInvalidBody      = "invalid_body"
+	CodeEmptyQuery       = "empty_query"
+	CodeQueryTooLong     = "query_too_long"
+	CodeInvalidLimit     = "invalid_limit"
+	// CodeTooLarge answers a context request body over 16 MiB (413).
+	CodeTooLarge = "too_large"
+	// The context endpoint's codes, from package assemble: 422 for a
+	// request that cannot be assembled within its budget, 400 for the rest.
+	CodeBudgetTooSmall  = assemble.CodeBudgetTooSmall
+	CodeCannotCompact   = assemble.CodeCannotCompact
+	CodeInvalidBudget   = assemble.CodeInvalidBudget
+	CodeInvalidMessages = assemble.CodeInvalidMessages
+	CodeNoUserMessage   = assemble.CodeNoUserMessage
+	CodeInvalidRequest  = assemble.CodeInvalidRequest
 )
 
 // statusClientClosed is recorded (never sent: the client is gone) when a
@@ -57,9 +75,20 @@ func newError(status int, code, message string) *Error {
 // it with. It is the only place that does.
 func toStatus(err error) (status int, code, message string) {
 	var e *Error
+	var ae *assemble.Error
 	switch {
 	case errors.As(err, &e):
 		return e.Status, e.Code, e.Message
+	case errors.As(err, &ae):
+		status = http.StatusBadRequest
+		if ae.Unprocessable() {
+			status = http.StatusUnprocessableEntity
+		}
+		message = ae.Message
+		if ae.Field != "" {
+			message = ae.Field + ": " + message
+		}
+		return status, ae.Code, message
 	case errors.Is(err, context.Canceled):
 		return statusClientClosed, CodeClientClosed, "the client closed the request"
 	case errors.Is(err, context.DeadlineExceeded):
@@ -91,8 +120,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		}
 		return
 	}
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="recall"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 	}
 	writeErrorBody(w, status, code, message)
 }

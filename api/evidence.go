@@ -57,16 +57,25 @@ func (h *Handler) parseEvidenceQuery(q url.Values) (evidenceQuery, error) {
 		eq.minCursor = n
 	}
 	if q.Has("wait") {
-		d, err := parseWait(q.Get("wait"))
+		d, err := h.parseWait(q.Get("wait"))
 		if err != nil {
 			return eq, err
-		}
-		if d > h.maxWait {
-			return eq, newError(http.StatusBadRequest, CodeWaitTooLong, "wait may be at most "+h.maxWait.String())
 		}
 		eq.wait = d
 	}
 	return eq, nil
+}
+
+// parseWait reads a wait and checks it against the longest allowed.
+func (h *Handler) parseWait(s string) (time.Duration, error) {
+	d, err := parseWait(s)
+	if err != nil {
+		return 0, err
+	}
+	if d > h.maxWait {
+		return 0, newError(http.StatusBadRequest, CodeWaitTooLong, "wait may be at most "+h.maxWait.String())
+	}
+	return d, nil
 }
 
 // parseWait reads a Go duration ("2s", "500ms") or a number of seconds ("2",
@@ -107,16 +116,17 @@ func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rec, err := h.read(r.Context(), userID, conversationID, q)
-	if err == errTooManyWaiters {
-		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
-	}
 	if err != nil {
 		return err
 	}
+	return writeRecord(w, rec, userID, conversationID, q.maxTokens, rec.Cursor < q.minCursor)
+}
+
+// writeRecord answers with rec as the evidence response, its message within
+// maxTokens when that is positive.
+func writeRecord(w http.ResponseWriter, rec evidence.Record, userID, conversationID string, maxTokens int, lagging bool) error {
 	// The store keys the record; the response names what was asked for.
 	rec.UserID, rec.ConversationID = userID, conversationID
-	lagging := rec.Cursor < q.minCursor
-
 	bp := bufPool.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= 64<<10 {
@@ -124,8 +134,9 @@ func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	b := (*bp)[:0]
-	if q.maxTokens > 0 {
-		if b, err = rec.AppendJSONWithin(b, q.maxTokens, lagging); err != nil {
+	var err error
+	if maxTokens > 0 {
+		if b, err = rec.AppendJSONWithin(b, maxTokens, lagging); err != nil {
 			return err
 		}
 	} else {

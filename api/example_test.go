@@ -19,6 +19,10 @@ func (memorySource) Evidence(_ context.Context, userID, conversationID string) (
 	return evidence.Record{UserID: userID, ConversationID: conversationID}, nil
 }
 
+func (m memorySource) Search(ctx context.Context, userID, conversationID, _ string) (evidence.Record, error) {
+	return m.Evidence(ctx, userID, conversationID)
+}
+
 func (memorySource) DeleteConversation(context.Context, string, string) error { return nil }
 
 // quietNotifier never wakes anyone.

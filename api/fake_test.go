@@ -22,6 +22,11 @@ type fakeSource struct {
 	deleted []key
 	err     error
 
+	// searches counts the Search calls whose query was the one a test
+	// expects (wantQuery), so that tests see the query arrive unchanged.
+	wantQuery string
+	searches  atomic.Int64
+
 	reads atomic.Int64
 	// afterRead, when set, runs after each read has taken its result, with
 	// the read's number (1 for the first).
@@ -46,6 +51,13 @@ func (f *fakeSource) Evidence(ctx context.Context, userID, conversationID string
 		return rec, nil
 	}
 	return evidence.Record{UserID: userID, ConversationID: conversationID}, nil
+}
+
+func (f *fakeSource) Search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error) {
+	if query == f.wantQuery {
+		f.searches.Add(1)
+	}
+	return f.Evidence(ctx, userID, conversationID)
 }
 
 func (f *fakeSource) DeleteConversation(ctx context.Context, userID, conversationID string) error {

@@ -26,6 +26,10 @@ func (fuzzSource) Evidence(_ context.Context, userID, conversationID string) (ev
 		PrefixDigest: evidence.ChainStart(), Body: evidence.AppendBody(nil, &s, 0)}, nil
 }
 
+func (f fuzzSource) Search(ctx context.Context, userID, conversationID, _ string) (evidence.Record, error) {
+	return f.Evidence(ctx, userID, conversationID)
+}
+
 func (fuzzSource) DeleteConversation(context.Context, string, string) error { return nil }
 
 func (fuzzSource) Subscribe(string, string) (<-chan struct{}, func()) {

@@ -174,8 +174,13 @@ func (s blockingSource) Evidence(ctx context.Context, userID, conversationID str
 	return evidence.Record{}, ctx.Err()
 }
 
+func (s blockingSource) Search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error) {
+	return s.Evidence(ctx, userID, conversationID)
+}
+
 // TestReadDeadline: a store that does not answer is given up on after
-// ReadTimeout, with a 503, whether the request waits or not.
+// ReadTimeout, with a 503, whether the request waits or not, and for the
+// search and context routes as for GET.
 func TestReadDeadline(t *testing.T) {
 	t.Parallel()
 	src := newFakeSource()
@@ -191,5 +196,70 @@ func TestReadDeadline(t *testing.T) {
 			t.Errorf("%s: %d after %v, want 503 after about 200ms", target, st, time.Since(start))
 		}
 	}
+	for _, tt := range []struct{ target, body string }{
+		{"/v1/users/u-42/conversations/c-7/evidence/search", `{"query":"deadline"}`},
+		{contextPath, contextBody(t, "")},
+		{contextPath, contextBody(t, `,"min_cursor":3,"wait":"20s"`)},
+	} {
+		start := time.Now()
+		w := post(t, b.h, tt.target, userToken(t, "u-42"), tt.body)
+		if w.Code != http.StatusServiceUnavailable || time.Since(start) > 5*time.Second {
+			t.Errorf("POST %s: %d after %v, want 503 after about 200ms", tt.target, w.Code, time.Since(start))
+		}
+	}
 	waitGauge(t, b, 0)
+}
+
+// TestContextWaitsLikeEvidence: a context request that waits for min_cursor
+// counts against MaxWaiters (past it, 429 with Retry-After) and shares the
+// key's one read per wake-up with the GET requests waiting on the key.
+func TestContextWaitsLikeEvidence(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource()
+	b := setupWith(t, src, src, api.Config{MaxWaiters: 4})
+	srv := serve(t, b.h)
+	tok := userToken(t, "u-42")
+	src.set(stateAt("u-42", "c-7", 1, 1))
+
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			r, err := get(t.Context(), t, srv, "/v1/users/u-42/conversations/c-7/evidence?min_cursor=3&wait=20s", tok)
+			if err != nil || r.Cursor != 3 {
+				t.Errorf("GET waiter: cursor %d, %v", r.Cursor, err)
+			}
+		})
+	}
+	for range 2 {
+		wg.Go(func() {
+			w := post(t, b.h, contextPath, tok, contextBody(t, `,"min_cursor":3,"wait":"20s"`))
+			var r contextResponse
+			if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil || w.Code != http.StatusOK || r.Evidence.Cursor != 3 || r.Evidence.Lagging {
+				t.Errorf("context waiter: %d, evidence %+v, %v", w.Code, r.Evidence, err)
+			}
+		})
+	}
+	waitGauge(t, b, 4)
+
+	// Past the cap, a context request that would wait is refused at once.
+	start := time.Now()
+	w := post(t, b.h, contextPath, tok, contextBody(t, `,"min_cursor":3,"wait":"20s"`))
+	if code, _ := errorOf(t, w); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" ||
+		code != api.CodeTooManyWaiters || time.Since(start) > 2*time.Second {
+		t.Errorf("context past the cap: %d, Retry-After %q, code %q after %v; want 429 at once with Retry-After and %q",
+			w.Code, w.Header().Get("Retry-After"), code, time.Since(start), api.CodeTooManyWaiters)
+	}
+
+	// One wake-up: one read for the GET and context requests alike.
+	before := src.reads.Load()
+	src.set(stateAt("u-42", "c-7", 2, 2))
+	waitReads(t, src, before+1)
+	time.Sleep(200 * time.Millisecond)
+	if got := src.reads.Load() - before; got != 1 {
+		t.Errorf("%d reads for one wake-up of GET and context waiters, want 1", got)
+	}
+	src.set(stateAt("u-42", "c-7", 3, 3))
+	wg.Wait()
+	waitGauge(t, b, 0)
+	src.waitSubscribers(t, "u-42", "c-7", 0)
 }

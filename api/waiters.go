@@ -68,6 +68,13 @@ func (ws *waiters) readOnce(ctx context.Context, userID, conversationID string) 
 	return ws.src.Evidence(ctx, userID, conversationID)
 }
 
+// search reads a key's view for query with the read deadline.
+func (ws *waiters) search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, ws.readTimeout)
+	defer cancel()
+	return ws.src.Search(ctx, userID, conversationID, query)
+}
+
 // join returns the key's watch, starting it (subscribed before its first
 // read) when no request waits on the key yet. Each join is ended by leave.
 func (ws *waiters) join(k waitKey) *watch {

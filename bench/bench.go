@@ -9,7 +9,11 @@
 //  3. the cost of a turn against the conversation's length, for append
 //     events and full snapshots;
 //  4. read API throughput beside a bare handler doing the same select;
-//  5. the worker's peak RSS, as a child process.
+//  5. the worker's peak RSS, as a child process;
+//  6. search: the cost of a turn at an archive of 20,000 entries, and
+//     POST …/evidence/search on it beside GET …/evidence.
+//  7. context assembly: assemble.Build's latency on a 1 MB checkpoint, and
+//     POST …/context beside a handler that only decodes the same body.
 //
 // It works in a throwaway database with a unique name and on JetStream
 // streams and subjects of its own, and removes them at the end.
@@ -48,10 +52,12 @@ const (
 	ScenarioCost     = "cost"     // 3
 	ScenarioRead     = "read"     // 4
 	ScenarioMemory   = "memory"   // 5
+	ScenarioSearch   = "search"   // 6
+	ScenarioContext  = "context"  // 7
 )
 
 // Scenarios lists every scenario in the order they run.
-var Scenarios = []string{ScenarioPipeline, ScenarioLag, ScenarioCost, ScenarioRead, ScenarioMemory}
+var Scenarios = []string{ScenarioPipeline, ScenarioLag, ScenarioCost, ScenarioRead, ScenarioMemory, ScenarioSearch, ScenarioContext}
 
 // Config configures a run.
 type Config struct {
@@ -98,6 +104,13 @@ type sizes struct {
 	readClients                 int
 	bigEvent                    int
 	memConvs, memTurns          int
+	searchEntries               int // the search scenario's archive
+	searchTurns                 int
+	searchClients               int
+	contextCalls                int
+	contextRounds               int
+	contextDuration             time.Duration
+	contextClients              int
 }
 
 func sizesFor(cfg *Config) sizes {
@@ -107,19 +120,25 @@ func sizesFor(cfg *Config) sizes {
 			lagDuration: time.Second, lagTurns: 4, lagBurstRounds: 5,
 			costLengths: []int{10, 100}, costTurns: 2, costWarm: 1,
 			readRounds: 1, readDuration: 300 * time.Millisecond, readClients: 64,
-			bigEvent: 1 << 20, memConvs: 20, memTurns: 4}
+			bigEvent: 1 << 20, memConvs: 20, memTurns: 4,
+			searchEntries: 400, searchTurns: 2, searchClients: 4,
+			contextCalls: 20, contextRounds: 1, contextDuration: 300 * time.Millisecond, contextClients: 2}
 	case cfg.Quick:
 		return sizes{convs: 300, users: 30, turns: 10, trials: 1, burst: 100,
 			lagDuration: 5 * time.Second, lagTurns: 10, lagBurstRounds: 25,
 			costLengths: []int{10, 100, 1000, 10000}, costTurns: 5, costWarm: 1,
 			readRounds: 2, readDuration: time.Second, readClients: 64,
-			bigEvent: 8 << 20, memConvs: 300, memTurns: 10}
+			bigEvent: 8 << 20, memConvs: 300, memTurns: 10,
+			searchEntries: 20000, searchTurns: 9, searchClients: 16,
+			contextCalls: 300, contextRounds: 2, contextDuration: 2 * time.Second, contextClients: 4}
 	}
 	return sizes{convs: 1000, users: 100, turns: 20, trials: 3, burst: 100,
 		lagDuration: 20 * time.Second, lagTurns: 20, lagBurstRounds: 60,
 		costLengths: []int{10, 100, 1000, 10000}, costTurns: 15, costWarm: 2,
 		readRounds: 5, readDuration: 3 * time.Second, readClients: 64,
-		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20}
+		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20,
+		searchEntries: 20000, searchTurns: 25, searchClients: 16,
+		contextCalls: 1000, contextRounds: 5, contextDuration: 3 * time.Second, contextClients: 4}
 }
 
 // Run runs the selected scenarios and returns their figures.
@@ -186,6 +205,12 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 		return nil, err
 	}
 	if err := run(ScenarioMemory, e.memoryScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioSearch, e.searchScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioContext, e.contextScenario); err != nil {
 		return nil, err
 	}
 	res.DurationS = time.Since(started).Seconds()

@@ -46,15 +46,21 @@ func TestBenchCommand(t *testing.T) {
 	for _, field := range []string{
 		"pipeline_events_per_s", "river_noop_jobs_per_s", "pipeline_ratio",
 		"lag_p50_ms", "lag_p99_ms", "lag_p999_ms",
-		"append_cost_ratio_10k_vs_10", "full_snapshot_mb_per_s",
+		"append_cost_ratio_10k_vs_10", "full_snapshot_mb_per_s", "cost_archive_entries",
 		"read_requests_per_s", "read_baseline_requests_per_s", "read_ratio", "read_p99_ms",
 		"worker_rss_mib", "worker_rss_big_event_mib", "worker_rss_pipeline_mib",
 		"coalesce_extractions_per_100",
+		"search_archive_entries", "append_20k_archive_ms", "append_10_messages_ms", "append_cost_ratio_20k_archive",
+		"search_p50_ms", "search_p99_ms", "search_requests_per_s", "search_baseline_get_p99_ms",
+		"context_build_p99_ms", "context_requests_per_s", "context_baseline_requests_per_s", "context_ratio",
 	} {
 		v, ok := res[field].(float64)
 		if !ok || v <= 0 {
 			t.Errorf("%s = %v, want a positive number", field, res[field])
 		}
+	}
+	if plan, _ := res["search_plan"].([]any); len(plan) == 0 {
+		t.Errorf("search_plan = %v, want the gist of the candidates query's plan", res["search_plan"])
 	}
 	if !strings.Contains(stderr.String(), "dropped") {
 		t.Errorf("the benchmark's database was not reported dropped:\n%s", stderr.String())

@@ -70,6 +70,11 @@ func (e *env) costScenario(ctx context.Context, res *Result) error {
 	}
 	first, last := res.Cost[0], res.Cost[len(res.Cost)-1]
 	res.AppendCostRatio10kVs10 = last.AppendMs / first.AppendMs
+	userID, conversationID := runs[len(runs)-2].key()
+	if err := e.pool.QueryRow(ctx, `SELECT archive_count FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2`,
+		userID, conversationID).Scan(&res.CostArchiveEntries); err != nil {
+		return fmt.Errorf("read the archive's size: %w", err)
+	}
 	res.FullSnapshotMBPerS = last.FullMBPerS
 	return nil
 }

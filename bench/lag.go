@@ -16,11 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/internal/token"
 	"github.com/recallhq/recall/store"
 )
 
@@ -76,13 +77,11 @@ func (s *apiServer) close() {
 
 // token signs a bearer token for userID ("" for a service token).
 func (s *apiServer) token(userID string) string {
-	c := jwt.MapClaims{"exp": time.Now().Add(time.Hour).Unix()}
+	sub, opts := userID, &token.Options{}
 	if userID == "" {
-		c["sub"], c["scope"] = "recall-bench", api.ServiceScope
-	} else {
-		c["sub"] = userID
+		sub, opts.Service = "recall-bench", true
 	}
-	t, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.secret)
+	t, err := token.Sign(s.secret, sub, time.Hour, opts)
 	if err != nil {
 		panic(err) // HS256 with a []byte key does not fail
 	}
@@ -136,7 +135,7 @@ func (e *env) lagScenario(ctx context.Context, res *Result) error {
 	ingest0 := snapshotHistogram(p.metrics.IngestSeconds)
 	extract0 := snapshotHistogram(p.metrics.ExtractionSeconds)
 	state0 := snapshotHistogram(p.metrics.StateLagSeconds)
-	applied0 := counterValue(p.metrics.Extractions.WithLabelValues(store.Extracted.String()))
+	applied0 := counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String()))
 	var (
 		mu       sync.Mutex
 		lags     = make([]time.Duration, 0, w.events())
@@ -185,7 +184,7 @@ func (e *env) lagScenario(ctx context.Context, res *Result) error {
 		return err
 	}
 	slices.Sort(lags)
-	res.LagExtractionsPerEvent = (counterValue(p.metrics.Extractions.WithLabelValues(store.Extracted.String())) - applied0) / float64(w.events())
+	res.LagExtractionsPerEvent = (counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String())) - applied0) / float64(w.events())
 	res.LagIngestMeanMs, res.LagIngestP99Ms = snapshotHistogram(p.metrics.IngestSeconds).since(ingest0, 0.99)
 	res.LagExtractionMeanMs, res.LagExtractionP99Ms = snapshotHistogram(p.metrics.ExtractionSeconds).since(extract0, 0.99)
 	res.LagCommittedMeanMs, res.LagCommittedP99Ms = snapshotHistogram(p.metrics.StateLagSeconds).since(state0, 0.99)

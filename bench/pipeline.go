@@ -240,7 +240,7 @@ func (e *env) pipelineScenario(ctx context.Context, res *Result) error {
 // events per second from the first publish to the last state committed, and
 // the extractions that changed a state.
 func (e *env) pipelineTrial(ctx context.Context, p *pipeline, w workload) (rate, extractions float64, err error) {
-	applied := counterValue(p.metrics.Extractions.WithLabelValues(store.Extracted.String()))
+	applied := counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String()))
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- e.publishAll(ctx, w, e.subject, e.js) }()
@@ -249,7 +249,7 @@ func (e *env) pipelineTrial(ctx context.Context, p *pipeline, w workload) (rate,
 	if err := errors.Join(<-done, werr); err != nil {
 		return 0, 0, err
 	}
-	ex := counterValue(p.metrics.Extractions.WithLabelValues(store.Extracted.String())) - applied
+	ex := counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String())) - applied
 	return float64(w.events()) / elapsed.Seconds(), ex, nil
 }
 

@@ -132,6 +132,34 @@ type readResult struct {
 // readLoad sends GETs from clients goroutines for d, cycling over keys, and
 // returns requests per second and the p99 latency.
 func readLoad(ctx context.Context, client *http.Client, base string, keys [][2]string, tokens map[string]string, clients int, d time.Duration) (readResult, error) {
+	return summarise(httpLoad(ctx, client, clients, d, func(g, i int) *http.Request {
+		k := keys[(g*7919+i)%len(keys)]
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, evidenceURL(base, k[0], k[1]), nil)
+		req.Header.Set("Authorization", "Bearer "+tokens[k[0]])
+		return req
+	}))
+}
+
+// summarise turns a load's latencies into requests per second and p99.
+func summarise(r loadResult, err error) (readResult, error) {
+	if err != nil {
+		return readResult{}, err
+	}
+	return readResult{rps: r.rps(), p99: percentile(r.latencies, 0.99)}, nil
+}
+
+// loadResult is what httpLoad measured.
+type loadResult struct {
+	latencies []time.Duration // sorted
+	elapsed   time.Duration
+}
+
+func (r loadResult) rps() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
+
+// httpLoad sends requests from clients goroutines for d, request i of
+// goroutine g made by newRequest(g, i), and returns the latency of each.
+// Every answer must be 200 with a body of 100 bytes or more.
+func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Duration, newRequest func(g, i int) *http.Request) (loadResult, error) {
 	var (
 		mu       sync.Mutex
 		all      []time.Duration
@@ -143,20 +171,16 @@ func readLoad(ctx context.Context, client *http.Client, base string, keys [][2]s
 	for g := range clients {
 		wg.Go(func() {
 			mine := make([]time.Duration, 0, 4096)
-			buf := make([]byte, 32<<10)
 			var err error
-			for i := g * 7919; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
-				k := keys[i%len(keys)]
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, evidenceURL(base, k[0], k[1]), nil)
-				req.Header.Set("Authorization", "Bearer "+tokens[k[0]])
+			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				req := newRequest(g, i)
 				t0 := time.Now()
 				resp, rerr := client.Do(req)
 				if rerr != nil {
 					err = rerr
 					break
 				}
-				n, _ := io.ReadFull(resp.Body, buf)
-				_, _ = io.Copy(io.Discard, resp.Body)
+				n, _ := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				mine = append(mine, time.Since(t0))
 				if resp.StatusCode != http.StatusOK || n < 100 {
@@ -175,11 +199,11 @@ func readLoad(ctx context.Context, client *http.Client, base string, keys [][2]s
 	wg.Wait()
 	elapsed := time.Since(start)
 	if firstErr != nil {
-		return readResult{}, firstErr
+		return loadResult{}, firstErr
 	}
 	if len(all) == 0 {
-		return readResult{}, errors.New("no request completed")
+		return loadResult{}, errors.New("no request completed")
 	}
 	slices.Sort(all)
-	return readResult{rps: float64(len(all)) / elapsed.Seconds(), p99: percentile(all, 0.99)}, nil
+	return loadResult{latencies: all, elapsed: elapsed}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/recallhq/recall/evidence"
 )
 
 // Result holds a run's figures. Rates and latencies are medians over the
@@ -64,6 +66,11 @@ type Result struct {
 	// length over that at the shortest (10,000 and 10 messages, but for
 	// Tiny runs).
 	AppendCostRatio10kVs10 float64 `json:"append_cost_ratio_10k_vs_10"`
+	// CostArchiveEntries is the archive size of the longest append
+	// conversation: its history repeats a few texts, so restatements keep
+	// it small at every length (the search scenario measures a turn at a
+	// large archive).
+	CostArchiveEntries int `json:"cost_archive_entries"`
 	// FullSnapshotMBPerS is the event bytes per second of full snapshots at
 	// the longest length.
 	FullSnapshotMBPerS float64 `json:"full_snapshot_mb_per_s"`
@@ -75,6 +82,46 @@ type Result struct {
 	ReadRatio                float64 `json:"read_ratio"`
 	ReadP99Ms                float64 `json:"read_p99_ms"`
 	ReadBaselineP99Ms        float64 `json:"read_baseline_p99_ms"`
+
+	// Scenario 6: search.
+	SearchPath string `json:"search_path,omitempty"`
+	// SearchArchiveEntries is the archive size of the searched conversation
+	// (archive_count), SearchMessages its length.
+	SearchArchiveEntries int `json:"search_archive_entries"`
+	SearchMessages       int `json:"search_messages"`
+	// Append20kArchiveMs and Append10MessagesMs are the median times of an
+	// append turn (parse, ingest, extraction) on that conversation and on
+	// one of 10 messages, alternating; AppendCostRatio20kArchive the first
+	// over the second.
+	Append20kArchiveMs        float64 `json:"append_20k_archive_ms"`
+	Append10MessagesMs        float64 `json:"append_10_messages_ms"`
+	AppendCostRatio20kArchive float64 `json:"append_cost_ratio_20k_archive"`
+	// POST …/evidence/search of the conversation from SearchClients
+	// loopback clients, percentiles over every request of every round,
+	// beside GET …/evidence of it by the same clients in alternating
+	// rounds.
+	SearchClients                 int     `json:"search_clients"`
+	SearchRequests                int     `json:"search_requests"`
+	SearchP50Ms                   float64 `json:"search_p50_ms"`
+	SearchP99Ms                   float64 `json:"search_p99_ms"`
+	SearchRequestsPerS            float64 `json:"search_requests_per_s"`
+	SearchBaselineGetP50Ms        float64 `json:"search_baseline_get_p50_ms"`
+	SearchBaselineGetP99Ms        float64 `json:"search_baseline_get_p99_ms"`
+	SearchBaselineGetRequestsPerS float64 `json:"search_baseline_get_requests_per_s"`
+	// SearchPlan is the gist of EXPLAIN ANALYZE of the statement that reads
+	// a search's candidates, on that conversation.
+	SearchPlan []string `json:"search_plan,omitempty"`
+
+	// Scenario 7: context assembly.
+	ContextBodyBytes            int     `json:"context_body_bytes"`
+	ContextBuildP50Ms           float64 `json:"context_build_p50_ms"`
+	ContextBuildP99Ms           float64 `json:"context_build_p99_ms"`
+	ContextClients              int     `json:"context_clients"`
+	ContextRequestsPerS         float64 `json:"context_requests_per_s"`
+	ContextBaselineRequestsPerS float64 `json:"context_baseline_requests_per_s"`
+	ContextRatio                float64 `json:"context_ratio"`
+	ContextP99Ms                float64 `json:"context_p99_ms"`
+	ContextBaselineP99Ms        float64 `json:"context_baseline_p99_ms"`
 
 	// Scenario 5.
 	MemoryMethod             string  `json:"memory_method,omitempty"`
@@ -117,6 +164,9 @@ const (
 	TargetRSSPerEvent     = 8
 	TargetPipelineRSSMiB  = 200
 	TargetCoalescePer100  = 25
+	TargetSearchP99Ms     = 25
+	TargetContextBuildMs  = 5
+	TargetContextRatio    = 0.5
 	targetMet, targetMiss = "met", "MISSED"
 )
 
@@ -173,12 +223,29 @@ func (r *Result) WriteTable(w io.Writer) error {
 			r.ReadClients, r.ReadRequestsPerS, r.ReadP99Ms, r.ReadBaselineRequestsPerS, r.ReadBaselineP99Ms, r.ReadRatio,
 			TargetReadRatio, verdict(r.ReadRatio >= TargetReadRatio))
 	}
+	if r.SearchClients > 0 {
+		fmt.Fprintf(tw, "6 append turn, archive of %d entries\t%.2f ms\t%.2f ms at 10 msgs\t%.2f\t≤ %.1f %s\t\n",
+			r.SearchArchiveEntries, r.Append20kArchiveMs, r.Append10MessagesMs, r.AppendCostRatio20kArchive,
+			TargetAppendRatio, verdict(r.AppendCostRatio20kArchive <= TargetAppendRatio))
+		fmt.Fprintf(tw, "  POST …/evidence/search, %d clients\t%.0f req/s, p50 %.2f  p99 %.2f ms\t%.0f req/s, p99 %.2f ms GET …/evidence\t\tp99 < %d ms %s\t\n",
+			r.SearchClients, r.SearchRequestsPerS, r.SearchP50Ms, r.SearchP99Ms, r.SearchBaselineGetRequestsPerS, r.SearchBaselineGetP99Ms,
+			TargetSearchP99Ms, verdict(r.SearchP99Ms < TargetSearchP99Ms))
+	}
 	if r.WorkerRSSMiB > 0 {
 		perEvent := r.WorkerRSSBigEventMiB / r.BigEventMiB
 		fmt.Fprintf(tw, "5 worker peak RSS, one %.1f MiB snapshot\t%.1f MiB (%.1f× the event; idle %.1f)\t\t\t< %d× %s\t\n",
 			r.BigEventMiB, r.WorkerRSSBigEventMiB, perEvent, r.WorkerIdleRSSMiB, TargetRSSPerEvent, verdict(perEvent < TargetRSSPerEvent))
 		fmt.Fprintf(tw, "  during scenario 1's workload\t%.1f MiB (%.0f events/s)\t\t\t< %d MiB %s\t\n",
 			r.WorkerRSSPipelineMiB, r.MemoryPipelineEventsPerS, TargetPipelineRSSMiB, verdict(r.WorkerRSSPipelineMiB < TargetPipelineRSSMiB))
+	}
+	if r.ContextBodyBytes > 0 {
+		fmt.Fprintf(tw, "7 context assembly in process, %.1f MB body\tBuild p50 %.2f  p99 %.2f ms\t\t\tp99 < %d ms %s\t\n",
+			float64(r.ContextBodyBytes)/1e6, r.ContextBuildP50Ms, r.ContextBuildP99Ms, TargetContextBuildMs, verdict(r.ContextBuildP99Ms < TargetContextBuildMs))
+	}
+	if r.ContextClients > 0 {
+		fmt.Fprintf(tw, "  POST …/context, %d clients\t%.1f req/s, p99 %.0f ms\t%.1f req/s, p99 %.0f ms decode and echo\t%.2f\t≥ %.2f %s\t\n",
+			r.ContextClients, r.ContextRequestsPerS, r.ContextP99Ms, r.ContextBaselineRequestsPerS, r.ContextBaselineP99Ms, r.ContextRatio,
+			TargetContextRatio, verdict(r.ContextRatio >= TargetContextRatio))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -192,6 +259,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	if len(r.SearchPlan) > 0 {
+		fmt.Fprintf(w, "\nscenario 6, the statement that reads a search's candidates at %d entries (EXPLAIN ANALYZE):\n", r.SearchArchiveEntries)
+		for _, l := range r.SearchPlan {
+			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
 	if len(r.SQL) > 0 {
@@ -213,6 +286,22 @@ func (r *Result) WriteTable(w io.Writer) error {
 		notes = append(notes, fmt.Sprintf("River's no-op baseline is capped near %d jobs/s: one fetch of at most %d jobs (the concurrency) per %v FetchCooldown",
 			int(float64(r.Concurrency)/riverFetchCooldown.Seconds()), r.Concurrency, riverFetchCooldown),
 			"after scenario 1 the baseline's jobs are deleted and the database vacuumed")
+	}
+	if len(r.Cost) > 0 {
+		notes = append(notes, fmt.Sprintf("scenario 3's history repeats %d texts, so its archive holds %d entries at %d messages: its ratio is the turn's cost "+
+			"against the history's length, scenario 6's against the archive's size", len(texts), r.CostArchiveEntries, r.Cost[len(r.Cost)-1].Messages))
+	}
+	if r.SearchClients > 0 {
+		notes = append(notes, fmt.Sprintf("search: conversations written through the store (%s), the archive analyzed as autovacuum would; "+
+			"a turn at %d entries reads the same bounded candidates as a search (up to %d rows: the newest %d, the oldest and newest %d and heaviest of %d tiers, "+
+			"the newest %d sharing a term with the request and %d with its window) where one at 10 messages reads a handful",
+			r.SearchPath, r.SearchArchiveEntries,
+			evidence.CandidateLimit*(1+int(evidence.TierContext))+evidence.RelevantLimit+evidence.WindowLimit, evidence.CandidateLimit,
+			evidence.CandidateLimit/4, int(evidence.TierContext), evidence.RelevantLimit, evidence.WindowLimit),
+			fmt.Sprintf("a search is one repeatable-read transaction (the conversation's row, the newest entries, the candidates statement above) "+
+				"and the view's choice and rendering in Go, against one primary-key read for GET; it is CPU-bound: %d closed-loop clients "+
+				"on %d CPUs wait about clients ÷ throughput = %.0f ms each (p50 %.0f ms)",
+				r.SearchClients, r.Machine.CPUs, 1000*float64(r.SearchClients)/r.SearchRequestsPerS, r.SearchP50Ms))
 	}
 	if r.MemoryMethod != "" {
 		notes = append(notes, "memory: "+r.MemoryMethod+"; the snapshot goes through an in-process NATS server with max_payload raised")

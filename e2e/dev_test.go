@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallhq/recall/internal/devpg"
+	"github.com/recallhq/recall/internal/token"
 )
 
 // TestDevWithPostgres runs recall dev against the machine's Postgres, with
@@ -68,11 +68,11 @@ func TestDevWithPostgres(t *testing.T) {
 		wantStatus int
 	}{
 		{"banner's service token", d.Token, 200},
-		{"the user's own token", sign(t, secret, jwt.MapClaims{"sub": c.UserID}, time.Hour), 200},
-		{"another user's token", sign(t, secret, jwt.MapClaims{"sub": "someone-else"}, time.Hour), 403},
+		{"the user's own token", sign(t, secret, c.UserID, time.Hour), 200},
+		{"another user's token", sign(t, secret, "someone-else", time.Hour), 403},
 		{"no token", "", 401},
-		{"token signed with another secret", sign(t, "not-the-dev-secret", jwt.MapClaims{"sub": c.UserID}, time.Hour), 401},
-		{"expired token", sign(t, secret, jwt.MapClaims{"sub": c.UserID}, -time.Minute), 401},
+		{"token signed with another secret", sign(t, "not-the-dev-secret", c.UserID, time.Hour), 401},
+		{"expired token", sign(t, secret, c.UserID, -time.Minute), 401},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,8 +129,9 @@ func TestDevPrivateCluster(t *testing.T) {
 			}
 		}
 	})
-	closed := closedPostgresURL(t)
-	cfg := devConfig{DatabaseURL: closed, DataDir: dataDir}
+	// No DATABASE_URL: the machine's Postgres answers at the default URL,
+	// so the private cluster is asked for.
+	cfg := devConfig{DataDir: dataDir, Env: []string{"RECALL_DEV_POSTGRES=private"}}
 
 	d := startDev(t, cfg)
 	if _, err := os.Stat(filepath.Join(pgData, "PG_VERSION")); err != nil {
@@ -140,8 +141,7 @@ func TestDevPrivateCluster(t *testing.T) {
 		t.Fatalf("pg_ctl status of %s: exit %d while recall dev runs, want 0", pgData, code)
 	}
 	pgURL, err := url.Parse(d.PostgresURL)
-	closedURL, _ := url.Parse(closed)
-	if err != nil || pgURL.Port() == "" || pgURL.Port() == closedURL.Port() {
+	if err != nil || pgURL.Port() == "" || pgURL.Port() == "5432" {
 		t.Fatalf("the banner's Postgres is %q: want the private cluster's URL", d.PostgresURL)
 	}
 
@@ -154,7 +154,7 @@ func TestDevPrivateCluster(t *testing.T) {
 		t.Fatalf("GET evidence: %d %s", status, body)
 	}
 	t.Run("read API", func(t *testing.T) { requireEvidence(t, body, c) })
-	status, body = get(t, evidenceURL(d.APIURL, c.UserID, c.ConversationID), sign(t, devSecret(t, dataDir), jwt.MapClaims{"sub": "someone-else"}, time.Hour))
+	status, body = get(t, evidenceURL(d.APIURL, c.UserID, c.ConversationID), sign(t, devSecret(t, dataDir), "someone-else", time.Hour))
 	if status != 403 {
 		t.Errorf("another user's token: %d %s, want 403", status, body)
 	}
@@ -174,44 +174,60 @@ func TestDevPrivateCluster(t *testing.T) {
 	requireStopped(t, bin, pgData, restarted)
 }
 
-// TestDevNoPostgres runs recall dev where no Postgres answers and no
-// server binaries are installed: it must refuse, saying what to install.
+// TestDevNoPostgres runs recall dev where it cannot have the Postgres it
+// is told to use: it must refuse, say why and what to do, print no banner
+// and make no cluster.
 func TestDevNoPostgres(t *testing.T) {
 	nowhere := t.TempDir()
-	d := startDevProcess(t, devConfig{
-		DatabaseURL: closedPostgresURL(t),
-		Env: []string{
-			"PATH=" + nowhere,
-			devpg.BinGlobEnv + "=" + filepath.Join(nowhere, "*", "bin"),
+	tests := []struct {
+		name string
+		cfg  devConfig
+		want []string
+	}{
+		{
+			// A DATABASE_URL that was set and does not answer is an error,
+			// not a reason to start a private cluster.
+			name: "explicit DATABASE_URL that does not answer",
+			cfg:  devConfig{DatabaseURL: closedPostgresURL(t)},
+			want: []string{"no Postgres answers at", "the DATABASE_URL you set", "unset DATABASE_URL"},
 		},
-	})
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("recall dev still runs 30s after it was started with no Postgres")
+		{
+			name: "private cluster without server binaries",
+			cfg: devConfig{Env: []string{
+				"RECALL_DEV_POSTGRES=private",
+				"PATH=" + nowhere,
+				devpg.BinGlobEnv + "=" + filepath.Join(nowhere, "*", "bin"),
+			}},
+			want: []string{"cannot start a private Postgres", "no PostgreSQL server binaries found",
+				"apt-get install postgresql", "brew install postgresql", "DATABASE_URL"},
+		},
 	}
-	if code := d.cmd.ProcessState.ExitCode(); code == 0 || code == -1 {
-		t.Fatalf("recall dev exited %d (%v) with no Postgres, want a non-zero exit", code, d.cmd.ProcessState)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := startDevProcess(t, tt.cfg)
+			select {
+			case <-d.exited:
+			case <-time.After(30 * time.Second):
+				t.Fatal("recall dev still runs 30s after it was started")
+			}
+			if code := d.cmd.ProcessState.ExitCode(); code == 0 || code == -1 {
+				t.Fatalf("recall dev exited %d (%v), want a non-zero exit", code, d.cmd.ProcessState)
+			}
+			if strings.Contains(d.stdout.String(), "RECALL_TOKEN") {
+				t.Errorf("recall dev printed its banner:\n%s", d.stdout.String())
+			}
+			stderr := d.stderr.String()
+			for _, want := range tt.want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("recall dev's error does not say %q:\n%s", want, stderr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(d.dataDir, "postgres")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("recall dev made a cluster folder: %v", err)
+			}
+			t.Logf("recall dev refused with exit %d: %s", d.cmd.ProcessState.ExitCode(), strings.TrimSpace(stderr))
+		})
 	}
-	if strings.Contains(d.stdout.String(), "RECALL_TOKEN") {
-		t.Errorf("recall dev printed its banner with no Postgres:\n%s", d.stdout.String())
-	}
-	stderr := d.stderr.String()
-	for _, want := range []string{
-		"no Postgres answers at",
-		"no PostgreSQL server binaries found",
-		"apt-get install postgresql",
-		"brew install postgresql",
-		"DATABASE_URL",
-	} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("recall dev's error does not say %q:\n%s", want, stderr)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(d.dataDir, "postgres")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("recall dev made a cluster folder with no binaries to run it: %v", err)
-	}
-	t.Logf("recall dev refused with exit %d: %s", d.cmd.ProcessState.ExitCode(), strings.TrimSpace(stderr))
 }
 
 // reachableTempDir returns a temp dir that the postgres user can reach,
@@ -313,13 +329,10 @@ func devSecret(t *testing.T, dataDir string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// sign returns an HS256 token with claims that expires in ttl.
-func sign(t *testing.T, secret string, claims jwt.MapClaims, ttl time.Duration) string {
+// sign returns a token for sub that expires in ttl.
+func sign(t *testing.T, secret, sub string, ttl time.Duration) string {
 	t.Helper()
-	now := time.Now()
-	claims["iat"] = now.Add(min(ttl, 0) - time.Minute).Unix()
-	claims["exp"] = now.Add(ttl).Unix()
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	s, err := token.Sign([]byte(secret), sub, ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,25 +20,13 @@ func TestLangGraphJSExample(t *testing.T) {
 		}
 	}
 	// A copy, so that the test leaves no node_modules in the tree and
-	// does not race a developer's own npm install.
-	src := filepath.Join("..", "examples", "langgraph-js")
-	work := t.TempDir()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// does not race a developer's own npm install. The example depends on
+	// the JavaScript client by path (file:../../clients/js): the copy keeps
+	// the layout.
+	root := t.TempDir()
+	work := filepath.Join(root, "examples", "langgraph-js")
+	copyTree(t, filepath.Join("..", "examples", "langgraph-js"), work)
+	copyTree(t, filepath.Join("..", "clients", "js"), filepath.Join(root, "clients", "js"))
 
 	runIn(t, work, childEnv(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
 

@@ -111,6 +111,9 @@ type devConfig struct {
 	DataDir string
 	// Env is more of the environment (KEY=value).
 	Env []string
+	// OwnNATSPort lets dev choose its NATS port (the last run's, else
+	// 4222, else a free one) instead of giving it a free one.
+	OwnNATSPort bool
 }
 
 // startDev starts recall dev on free ports and returns once its banner is
@@ -154,7 +157,11 @@ func startDevProcess(t *testing.T, cfg devConfig) *devProc {
 		"RECALL_SHUTDOWN_TIMEOUT=" + drainTimeout.String(),
 		"RECALL_LOG_FORMAT=text",
 	}
-	d.cmd = exec.Command(recallBin, "dev", "--nats-port", fmt.Sprint(freePort(t)))
+	args := []string{"dev", "--nats-port", fmt.Sprint(freePort(t))}
+	if cfg.OwnNATSPort {
+		args = args[:1]
+	}
+	d.cmd = exec.Command(recallBin, args...)
 	d.cmd.Env = childEnv(append(env, cfg.Env...)...)
 	d.cmd.Stdout, d.cmd.Stderr = &d.stdout, &d.stderr
 	if err := d.cmd.Start(); err != nil {

@@ -20,9 +20,6 @@ type Options struct {
 	// Config is the fold's configuration. Defaults to the contract's
 	// (nil).
 	Config *evidence.Config
-	// Experiments names the experiments Config enables, for the report.
-	// Defaults to none.
-	Experiments []string
 	// Fold folds a history into a state. Defaults to evidence.Fold.
 	Fold FoldFunc
 	// MaxTokens is the bound every rendered message must keep. Defaults to
@@ -32,8 +29,6 @@ type Options struct {
 
 // Report is the result of a run.
 type Report struct {
-	// Experiments are the experiments that were on.
-	Experiments []string `json:"experiments"`
 	// Fixtures are the per-fixture results, in fixture order.
 	Fixtures []FixtureReport `json:"fixtures"`
 	// Total adds the fixtures up.
@@ -53,6 +48,17 @@ type Score struct {
 	Required  int     `json:"required"`
 	Retained  int     `json:"retained"`
 	Retention float64 `json:"retention"`
+	// LongRequired, LongRetained and LongRetention are the same for
+	// conversations of at least LongMessages messages.
+	LongRequired  int     `json:"long_required"`
+	LongRetained  int     `json:"long_retained"`
+	LongRetention float64 `json:"long_retention"`
+	// ProbeFacts counts the facts of probes, ProbeHits those found in the
+	// evidence served for their request; ProbeRecall is their ratio (1 when
+	// there are no probes).
+	ProbeFacts  int     `json:"probe_facts"`
+	ProbeHits   int     `json:"probe_hits"`
+	ProbeRecall float64 `json:"probe_recall"`
 	// Bucketed counts facts with a bucket mark; Classified those that
 	// entered the evidence in that bucket (the classifier's accuracy), and
 	// InBucket those retained in it.
@@ -104,6 +110,8 @@ type FixtureReport struct {
 	Score
 	// Facts are the required facts and what became of them.
 	Facts []FactResult `json:"facts"`
+	// Probes are the probes and the facts each missed.
+	Probes []ProbeResult `json:"probes"`
 	// Leaks are the forbidden markers found, each once, at its first turn.
 	Leaks []Leak `json:"leaks"`
 	// Problems describe invalid or oversized messages and inconsistencies,
@@ -132,6 +140,21 @@ type FactResult struct {
 	LostAtStep int `json:"lost_at_step"`
 }
 
+// ProbeResult is what the evidence served for a probe's request held.
+type ProbeResult struct {
+	Conversation string `json:"conversation"`
+	Request      string `json:"request"`
+	Why          string `json:"why,omitempty"`
+	// Index is the request's index in the history.
+	Index int `json:"index"`
+	// Missing are the probe's facts the evidence lacked.
+	Missing []string `json:"missing"`
+	Facts   int      `json:"facts"`
+}
+
+// LongMessages is the length from which a conversation counts as long.
+const LongMessages = 100
+
 // Leak is a forbidden marker found in the evidence.
 type Leak struct {
 	Conversation string `json:"conversation"`
@@ -159,7 +182,7 @@ func Run(fixtures []Fixture, opts Options) (*Report, error) {
 	if maxTokens <= 0 {
 		maxTokens = evidence.DefaultMaxTokens
 	}
-	r := &Report{Experiments: append([]string{}, opts.Experiments...), Fixtures: []FixtureReport{}}
+	r := &Report{Fixtures: []FixtureReport{}}
 	for i := range fixtures {
 		fr, err := runFixture(&fixtures[i], fold, opts.Config, maxTokens)
 		if err != nil {
@@ -178,6 +201,10 @@ func (s *Score) add(o *Score) {
 	s.Steps += o.Steps
 	s.Required += o.Required
 	s.Retained += o.Retained
+	s.LongRequired += o.LongRequired
+	s.LongRetained += o.LongRetained
+	s.ProbeFacts += o.ProbeFacts
+	s.ProbeHits += o.ProbeHits
 	s.Bucketed += o.Bucketed
 	s.Classified += o.Classified
 	s.InBucket += o.InBucket
@@ -197,10 +224,15 @@ func (s *Score) add(o *Score) {
 }
 
 func (s *Score) finish() {
-	s.Retention = 1
-	if s.Required > 0 {
-		s.Retention = float64(s.Retained) / float64(s.Required)
+	ratio := func(n, d int) float64 {
+		if d == 0 {
+			return 1
+		}
+		return float64(n) / float64(d)
 	}
+	s.Retention = ratio(s.Retained, s.Required)
+	s.LongRetention = ratio(s.LongRetained, s.LongRequired)
+	s.ProbeRecall = ratio(s.ProbeHits, s.ProbeFacts)
 	if s.EvidenceTokens > 0 {
 		s.Compression = float64(s.HistoryTokens) / float64(s.EvidenceTokens)
 	}
@@ -210,7 +242,7 @@ func (s *Score) finish() {
 }
 
 func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) (FixtureReport, error) {
-	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Leaks: []Leak{}}
+	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Probes: []ProbeResult{}, Leaks: []Leak{}}
 	convs := f.convs
 	if convs == nil {
 		var err error
@@ -232,6 +264,10 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 			facts[i] = FactResult{Conversation: c.key, Text: r.Text, Why: r.Why, WantBucket: r.Bucket, LostAtStep: -1}
 		}
 		leaked := make([]bool, len(c.forbidden))
+		probesAt := make(map[int][]probe)
+		for _, p := range c.probes {
+			probesAt[p.index] = append(probesAt[p.index], p)
+		}
 		st := evidence.NewState()
 		step := 0
 		for i := range c.messages {
@@ -279,6 +315,17 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 					fr.Leaks = append(fr.Leaks, Leak{Conversation: c.key, Text: m.Text, Why: m.Why, Step: step, Where: where})
 				}
 			}
+			for _, p := range probesAt[i] {
+				pr := ProbeResult{Conversation: c.key, Request: p.Request, Why: p.Why, Index: i, Facts: len(p.Facts), Missing: []string{}}
+				for _, fact := range p.Facts {
+					if _, ok := findFact(&st, fact); !ok {
+						pr.Missing = append(pr.Missing, fact)
+					}
+				}
+				fr.ProbeFacts += pr.Facts
+				fr.ProbeHits += pr.Facts - len(pr.Missing)
+				fr.Probes = append(fr.Probes, pr)
+			}
 			for j := range facts {
 				if b, ok := findFact(&st, facts[j].Text); ok {
 					if !facts[j].EverPresent {
@@ -296,6 +343,14 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 		for j := range facts {
 			if b, ok := findFact(&st, facts[j].Text); ok {
 				facts[j].Retained, facts[j].Bucket = true, b
+			}
+		}
+		if len(c.messages) >= LongMessages {
+			fr.LongRequired += len(facts)
+			for j := range facts {
+				if facts[j].Retained {
+					fr.LongRetained++
+				}
 			}
 		}
 		fr.Facts = append(fr.Facts, facts...)

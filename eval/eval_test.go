@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -17,31 +18,59 @@ import (
 
 var update = flag.Bool("update", false, "rewrite baseline.json from this run (only when retention rose or a fixture was added)")
 
-// Baseline is eval/baseline.json: the figures the fixtures reached when it
-// was last recorded. The evaluation must not fall below them.
+// Baseline is a set's baseline.json (eval/fixtures/dev/baseline.json, …):
+// the figures its fixtures reached when it was last recorded. The
+// evaluation must not fall below them.
 type Baseline struct {
 	Note string `json:"note"`
 	// MinRetention is the total retention recorded.
 	MinRetention float64 `json:"min_retention"`
-	// Retained is the number of facts each fixture kept.
-	Retained map[string]int `json:"retained"`
+	// MinLongRetention and MinProbeRecall are the retention over long
+	// conversations and the probe recall recorded.
+	MinLongRetention float64 `json:"min_long_retention"`
+	MinProbeRecall   float64 `json:"min_probe_recall"`
+	// Retained is the number of facts each fixture kept, ProbeHits the
+	// number of probe facts it showed.
+	Retained  map[string]int `json:"retained"`
+	ProbeHits map[string]int `json:"probe_hits"`
 }
 
-const baselineFile = "baseline.json"
+// fixtureSets are the shipped fixture sets, each with its baseline file
+// (relative to this package) and the least number of fixtures it holds.
+var fixtureSets = []struct {
+	name     string
+	fsys     func() fs.FS
+	baseline string
+	min      int
+}{
+	{"dev", DevFixtures, "fixtures/dev/baseline.json", 12},
+	{"heldout", HeldOutFixtures, "fixtures/heldout/baseline.json", 7},
+}
 
-// TestFixtures runs the evaluation over the shipped fixtures with the
-// contract's fold and fails on any leak, any message over budget or
+// TestFixtures runs the evaluation over each shipped set of fixtures with
+// the contract's fold and fails on any leak, any message over budget or
 // malformed, any inconsistency between turn-by-turn and whole folds, and
-// any retention below the baseline, in total or per fixture.
+// any retention below the set's baseline, in total or per fixture.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
+	for _, set := range fixtureSets {
+		t.Run(set.name, func(t *testing.T) {
+			t.Parallel()
+			fixtures, err := Load(set.fsys())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fixtures) < set.min {
+				t.Errorf("%d fixtures, want at least %d", len(fixtures), set.min)
+			}
+			checkFixtures(t, fixtures, set.baseline)
+		})
 	}
-	if len(fixtures) < 12 {
-		t.Errorf("%d fixtures, want at least 12", len(fixtures))
-	}
+}
+
+// checkFixtures runs fixtures and compares the result with the baseline
+// file (or records it, with -update).
+func checkFixtures(t *testing.T, fixtures []Fixture, baselineFile string) {
 	r, err := Run(fixtures, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +94,16 @@ func TestFixtures(t *testing.T) {
 
 	if *update {
 		b := Baseline{
-			Note:         "Written by `go test ./eval -run TestFixtures -update`. TestFixtures fails when retention falls below these figures; raise them when the fold improves.",
-			MinRetention: math.Floor(tot.Retention*1000) / 1000,
-			Retained:     map[string]int{},
+			Note:             "Written by `go test ./eval -run TestFixtures -update`. TestFixtures fails when retention falls below these figures; raise them when the fold improves.",
+			MinRetention:     math.Floor(tot.Retention*1000) / 1000,
+			MinLongRetention: math.Floor(tot.LongRetention*1000) / 1000,
+			MinProbeRecall:   math.Floor(tot.ProbeRecall*1000) / 1000,
+			Retained:         map[string]int{},
+			ProbeHits:        map[string]int{},
 		}
 		for _, f := range r.Fixtures {
 			b.Retained[f.Name] = f.Retained
+			b.ProbeHits[f.Name] = f.ProbeHits
 		}
 		data, err := json.MarshalIndent(b, "", "  ")
 		if err != nil {
@@ -92,6 +125,17 @@ func TestFixtures(t *testing.T) {
 	if tot.Retention < b.MinRetention {
 		t.Errorf("retention %.3f, below the baseline %.3f", tot.Retention, b.MinRetention)
 	}
+	if tot.LongRetention < b.MinLongRetention || tot.ProbeRecall < b.MinProbeRecall {
+		t.Errorf("long retention %.3f and probe recall %.3f, below the baseline %.3f and %.3f",
+			tot.LongRetention, tot.ProbeRecall, b.MinLongRetention, b.MinProbeRecall)
+	}
+	for name, want := range b.ProbeHits {
+		for _, f := range r.Fixtures {
+			if f.Name == name && f.ProbeHits < want {
+				t.Errorf("fixture %s shows %d probe facts, below the baseline %d", name, f.ProbeHits, want)
+			}
+		}
+	}
 	for _, f := range r.Fixtures {
 		want, ok := b.Retained[f.Name]
 		if !ok {
@@ -101,44 +145,6 @@ func TestFixtures(t *testing.T) {
 		if f.Retained < want {
 			t.Errorf("fixture %s keeps %d of %d required facts, below the baseline %d", f.Name, f.Retained, f.Required, want)
 		}
-	}
-}
-
-// TestExperiments runs every experiment over the fixtures: experiments may
-// change retention but never leak, break the bound or the message's shape.
-func TestExperiments(t *testing.T) {
-	t.Parallel()
-	fixtures, err := Load(Fixtures())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range append(Experiments(), Experiment{Name: "all"}) {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			cfg, err := ConfigFor([]string{e.Name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Run(fixtures, Options{Config: cfg, Experiments: []string{e.Name}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: retention %.3f (%d/%d), leakage %d", e.Name, r.Total.Retention, r.Total.Retained, r.Total.Required, r.Total.Leakage)
-			if !r.Total.Pass(0) {
-				t.Errorf("leakage %d, over budget %d, invalid %d, inconsistent %d; want all 0",
-					r.Total.Leakage, r.Total.BudgetViolations, r.Total.InvalidMessages, r.Total.Inconsistent)
-			}
-		})
-	}
-}
-
-func TestConfigFor(t *testing.T) {
-	cfg, err := ConfigFor(nil)
-	if err != nil || cfg != nil {
-		t.Errorf("ConfigFor(nil) = %v, %v; want nil, nil (the contract's fold)", cfg, err)
-	}
-	if _, err := ConfigFor([]string{"no-such-experiment"}); err == nil {
-		t.Error("ConfigFor(unknown) succeeded")
 	}
 }
 
@@ -168,9 +174,15 @@ func parse(t *testing.T, data string) []Fixture {
 	return []Fixture{f}
 }
 
+// seed is the seed profile, whose small bounds the scoring tests below
+// lean on.
+var seed = &evidence.Config{Profile: evidence.ProfileSeed}
+
+// run evaluates fixtures with the seed profile and fold (evidence.Fold when
+// nil).
 func run(t *testing.T, fixtures []Fixture, fold FoldFunc) *Report {
 	t.Helper()
-	r, err := Run(fixtures, Options{Fold: fold})
+	r, err := Run(fixtures, Options{Fold: fold, Config: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +196,7 @@ func TestScoreContractFold(t *testing.T) {
 	want := Score{
 		Conversations: 1, Messages: 7, Steps: 2,
 		Required: 2, Retained: 2, Retention: 1, Bucketed: 1, Classified: 1, InBucket: 1,
+		LongRetention: 1, ProbeRecall: 1, // none of either
 		Inflow:         [4]int{1, 1, 0, 0},
 		FoldedMessages: 6, OmittedEntries: 0,
 		EvidenceTokens:    got.EvidenceTokens,
@@ -275,7 +288,7 @@ func TestBudgetViolationIsCaught(t *testing.T) {
 	long := strings.Repeat("We must keep this. ", 400)
 	data := strings.Replace(smallFixture, "We must ship by Friday.", long+"We must ship by Friday.", 1)
 	unbounded := func(s evidence.State, history []evidence.Message, cfg *evidence.Config) (evidence.State, evidence.Outcome, error) {
-		c := &evidence.Config{MaxTokens: 1 << 20, MaxExcerptBytes: 1 << 20}
+		c := &evidence.Config{Profile: evidence.ProfileSeed, MaxTokens: 1 << 20, MaxExcerptBytes: 1 << 20}
 		return evidence.Fold(s, history, c)
 	}
 	r := run(t, parse(t, data), unbounded)
@@ -477,67 +490,49 @@ func ids(entries []evidence.Entry) []string {
 	return out
 }
 
-// TestExperimentSwitches checks what each experimental switch of
-// evidence.Config does, against the contract's fold with it off.
-func TestExperimentSwitches(t *testing.T) {
-	t.Run("dedupe", func(t *testing.T) {
-		msgs := []evidence.Message{
-			user("u1", "We must ship the release by Friday."),
-			user("u2", "Budget: at most 40 days."),
-			user("u3", "Reminder: we must ship the release by Friday, no slipping."),
-		}
-		if got := ids(foldTexts(t, nil, msgs...).Buckets.Constraints); !cmp.Equal(got, []string{"u1", "u2", "u3"}) {
-			t.Errorf("contract: constraints %v, want all three", got)
-		}
-		s := foldTexts(t, &evidence.Config{ExperimentalDedupe: true}, msgs...)
-		if got := ids(s.Buckets.Constraints); !cmp.Equal(got, []string{"u2", "u3"}) || s.OmittedEntries != 1 {
-			t.Errorf("dedupe: constraints %v, omitted %d; want [u2 u3] and 1 (u3 restates u1)", got, s.OmittedEntries)
-		}
-	})
-	t.Run("user-first", func(t *testing.T) {
-		msgs := []evidence.Message{
-			user("u1", "The deadline is Friday."),
-			assistant("a1", "Understood, I can only work on the API today."),
-		}
-		for _, id := range []string{"u2", "u3", "u4", "u5", "u6"} {
-			msgs = append(msgs, user(id, "You must also check "+id+"."))
-		}
-		if got := ids(foldTexts(t, nil, msgs...).Buckets.Constraints); !cmp.Equal(got, []string{"a1", "u2", "u3", "u4", "u5", "u6"}) {
-			t.Errorf("contract: constraints %v, want the oldest (u1) gone", got)
-		}
-		got := ids(foldTexts(t, &evidence.Config{ExperimentalUserFirst: true}, msgs...).Buckets.Constraints)
-		if !cmp.Equal(got, []string{"u1", "u2", "u3", "u4", "u5", "u6"}) {
-			t.Errorf("user-first: constraints %v, want the assistant entry (a1) gone", got)
-		}
-	})
-	t.Run("protect", func(t *testing.T) {
-		long := strings.Repeat("word ", 170) // 850 bytes
-		var msgs []evidence.Message
-		for i := range 4 {
-			msgs = append(msgs, user(fmt.Sprint("c", i), "We must keep this. "+long))
-		}
-		for i := range 3 {
-			msgs = append(msgs, user(fmt.Sprint("r", i), "Some context. "+long))
-		}
-		// 7 entries of ~300 tokens: over 1,800, so one or two must go, from
-		// constraints (the largest bucket) by the contract.
-		contract := foldTexts(t, nil, msgs...)
-		protect := foldTexts(t, &evidence.Config{ExperimentalProtect: true}, msgs...)
-		if len(contract.Buckets.Constraints)+len(contract.Buckets.RecentContext) != len(protect.Buckets.Constraints)+len(protect.Buckets.RecentContext) {
-			t.Fatalf("the switch changes how many entries fit")
-		}
-		if got := ids(protect.Buckets.Constraints); !cmp.Equal(got, []string{"c0", "c1", "c2", "c3"}) {
-			t.Errorf("protect: constraints %v, want both kept while recent_context has entries", got)
-		}
-		if got := ids(contract.Buckets.Constraints); len(got) == 4 {
-			t.Errorf("contract: constraints %v; the case does not exercise the token bound's eviction", got)
-		}
-	})
-	t.Run("off by default", func(t *testing.T) {
-		msgs := []evidence.Message{user("u1", "We must ship by Friday."), user("u2", "We must ship by Friday.")}
-		a, b := foldTexts(t, nil, msgs...), foldTexts(t, &evidence.Config{}, msgs...)
-		if diff := cmp.Diff(a, b); diff != "" || len(a.Buckets.Constraints) != 2 {
-			t.Errorf("zero Config differs from nil or dedupes (-nil +zero):\n%s", diff)
-		}
-	})
+// TestProbesAndLongRetention scores probes at their requests and retention
+// over long conversations: a fact shown for its probe counts, one evicted
+// before it does not, and only conversations of LongMessages messages count
+// as long.
+func TestProbesAndLongRetention(t *testing.T) {
+	var msgs []string
+	add := func(role, text string) {
+		b, _ := json.Marshal(map[string]string{"id": fmt.Sprint(len(msgs)), "role": role, "content": text})
+		msgs = append(msgs, string(b))
+	}
+	add("user", "The deadline is Friday.")
+	add("assistant", "ok")
+	add("user", "How long do we have?") // probe 1: the fact is still in every profile
+	for i := range 60 {
+		add("assistant", "ok")
+		add("user", fmt.Sprintf("You must also do task %d.", i))
+	}
+	add("assistant", "ok")
+	add("user", "So when is it due?") // probe 2: the seed profile has evicted it
+	fixture := `{"user_id":"u","conversation_id":"c","messages":[` + strings.Join(msgs, ",") + `],
+	  "required":[{"text":"The deadline is Friday."}],
+	  "probes":[{"request":"How long do we have?","facts":["The deadline is Friday."]},
+	            {"request":"So when is it due?","facts":["The deadline is Friday.","task 3."]}]}`
+	if len(msgs) < LongMessages {
+		t.Fatalf("%d messages: not a long conversation", len(msgs))
+	}
+	r := run(t, parse(t, fixture), nil) // the seed profile
+	got := r.Total
+	if got.ProbeFacts != 3 || got.ProbeHits != 1 || got.LongRequired != 1 || got.LongRetained != 0 {
+		t.Errorf("seed: probes %d/%d, long %d/%d; want 1/3 and 0/1", got.ProbeHits, got.ProbeFacts, got.LongRetained, got.LongRequired)
+	}
+	if p := r.Fixtures[0].Probes; len(p) != 2 || len(p[0].Missing) != 0 || len(p[1].Missing) != 2 {
+		t.Errorf("probe results = %+v", p)
+	}
+	c, err := Compare(parse(t, fixture), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	focus := c.Profiles[evidence.ProfileFocus]
+	if focus.ProbeRecall != 1 || focus.LongRetention != 1 || focus.Development != nil {
+		t.Errorf("focus: probe recall %.2f, long retention %.2f; want 1 and 1", focus.ProbeRecall, focus.LongRetention)
+	}
+	if seed := c.Profiles[evidence.ProfileSeed]; seed.ProbeRecall >= focus.ProbeRecall {
+		t.Errorf("seed probe recall %.2f, focus %.2f: the comparison does not tell them apart", seed.ProbeRecall, focus.ProbeRecall)
+	}
 }

@@ -33,6 +33,9 @@ type Fixture struct {
 	// Forbidden are strings that must never appear in the evidence of any
 	// conversation of the fixture, branches included, at any turn.
 	Forbidden []Marker `json:"forbidden"`
+	// Probes are requests of the conversation that depend on older facts:
+	// the evidence served for each must hold them.
+	Probes []Probe `json:"probes,omitempty"`
 	// Branches are conversations started later under new keys.
 	Branches []Branch `json:"branches,omitempty"`
 
@@ -53,6 +56,24 @@ type Branch struct {
 	// Forbidden are strings that must never appear in the branch's
 	// evidence, on top of the fixture's.
 	Forbidden []Marker `json:"forbidden"`
+	// Probes are the branch's own probes.
+	Probes []Probe `json:"probes,omitempty"`
+}
+
+// Probe is a user request that refers back to facts stated earlier without
+// repeating them ("how many chairs should we rent?" depends on "the venue
+// holds 120 people"). It is scored on the evidence served for that request:
+// the state after the history up to and including the request is applied.
+type Probe struct {
+	// Request is a substring of the text of exactly one user message of
+	// the conversation.
+	Request string `json:"request"`
+	// Facts are substrings of the text of messages the fold may keep (user
+	// text, or assistant text without tool calls, on the chat channel) that
+	// come before the request; the evidence for the request must hold each.
+	Facts []string `json:"facts"`
+	// Why says what the request depends on.
+	Why string `json:"why,omitempty"`
 }
 
 // Fact is a required fact: Text is a substring of a summarised user or
@@ -110,6 +131,15 @@ type conversation struct {
 	raws      []json.RawMessage
 	required  []Fact
 	forbidden []Marker
+	probes    []probe
+}
+
+// probe is a Probe with its request resolved.
+type probe struct {
+	Probe
+	// index is the position in the conversation's messages of the user
+	// message whose evidence is scored: the fold of messages[:index+1].
+	index int
 }
 
 // ErrNoFixtures is returned by Load for a directory without fixtures.
@@ -175,6 +205,7 @@ func (f *Fixture) conversations() ([]conversation, error) {
 		return fail("user_id and conversation_id are required")
 	}
 	convs := []conversation{{key: f.ConversationID, raws: f.Messages, required: f.Required, forbidden: f.Forbidden}}
+	probes := [][]Probe{f.Probes}
 	seen := map[string]bool{f.ConversationID: true}
 	for i, b := range f.Branches {
 		if b.ConversationID == "" || seen[b.ConversationID] {
@@ -187,6 +218,7 @@ func (f *Fixture) conversations() ([]conversation, error) {
 			required:  b.Required,
 			forbidden: append(append([]Marker(nil), f.Forbidden...), b.Forbidden...),
 		})
+		probes = append(probes, b.Probes)
 	}
 	var allStrings []string
 	for ci := range convs {
@@ -219,6 +251,13 @@ func (f *Fixture) conversations() ([]conversation, error) {
 				return fail("%s: required %q is not in the text of a user or assistant chat message before the last request", c.key, r.Text)
 			}
 		}
+		for pi, p := range probes[ci] {
+			resolved, err := resolveProbe(msgs, p)
+			if err != nil {
+				return fail("%s: probe %d: %w", c.key, pi, err)
+			}
+			c.probes = append(c.probes, resolved)
+		}
 		for _, m := range c.forbidden {
 			if m.Text == "" {
 				return fail("%s: a forbidden marker has no text", c.key)
@@ -242,6 +281,39 @@ func (f *Fixture) conversations() ([]conversation, error) {
 		}
 	}
 	return convs, nil
+}
+
+// resolveProbe finds the one user message whose text holds p.Request and
+// checks that every fact of p is in evidential text before it.
+func resolveProbe(msgs []evidence.Message, p Probe) (probe, error) {
+	if p.Request == "" {
+		return probe{}, errors.New("request is empty")
+	}
+	at := -1
+	for i := range msgs {
+		if !msgs[i].IsRequest() || !strings.Contains(msgs[i].Text, p.Request) {
+			continue
+		}
+		if at >= 0 {
+			return probe{}, fmt.Errorf("request %q is in more than one user message (%d and %d); quote more of it", p.Request, at, i)
+		}
+		at = i
+	}
+	if at < 0 {
+		return probe{}, fmt.Errorf("request %q is in no user message", p.Request)
+	}
+	if len(p.Facts) == 0 {
+		return probe{}, fmt.Errorf("request %q: no facts", p.Request)
+	}
+	for _, fact := range p.Facts {
+		if fact == "" {
+			return probe{}, fmt.Errorf("request %q: a fact is empty", p.Request)
+		}
+		if !evidentialHas(msgs[:at], fact) {
+			return probe{}, fmt.Errorf("request %q: fact %q is not in the text of a user or assistant chat message before the request", p.Request, fact)
+		}
+	}
+	return probe{Probe: p, index: at}, nil
 }
 
 // evidentialHas reports whether text is in the text of a message the fold

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/recallhq/recall/evidence"
 )
 
 // WriteTable writes the report for people: one row per fixture and a total,
@@ -12,10 +14,10 @@ import (
 // listed.
 func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fixture\tconvs\tmsgs\tsteps\tretained\tretention\tclassified\tin bucket\tleaks\tover budget\tinvalid\tevidence tok\thistory tok\tratio\tfold µs/msg\t")
+	fmt.Fprintln(tw, "fixture\tconvs\tmsgs\tsteps\tretained\tretention\tprobes\tclassified\tin bucket\tleaks\tover budget\tinvalid\tevidence tok\thistory tok\tratio\tfold µs/msg\t")
 	row := func(name string, s *Score) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d/%d\t%.1f%%\t%d/%d\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%.1fx\t%.1f\t\n",
-			name, s.Conversations, s.Messages, s.Steps, s.Retained, s.Required, 100*s.Retention,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d/%d\t%.1f%%\t%d/%d\t%d/%d\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%.1fx\t%.1f\t\n",
+			name, s.Conversations, s.Messages, s.Steps, s.Retained, s.Required, 100*s.Retention, s.ProbeHits, s.ProbeFacts,
 			s.Classified, s.Bucketed, s.InBucket, s.Bucketed, s.Leakage, s.BudgetViolations, s.InvalidMessages,
 			s.EvidenceTokens, s.HistoryTokens, s.Compression, s.NanosPerMessage/1e3)
 	}
@@ -27,9 +29,6 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 		return err
 	}
 	var b strings.Builder
-	if len(r.Experiments) > 0 {
-		fmt.Fprintf(&b, "\nexperiments on: %s\n", strings.Join(r.Experiments, ", "))
-	}
 	for i := range r.Fixtures {
 		f := &r.Fixtures[i]
 		for _, l := range f.Leaks {
@@ -65,6 +64,26 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 			b.WriteByte('\n')
 		}
 	}
+	for i := range r.Fixtures {
+		f := &r.Fixtures[i]
+		for _, p := range f.Probes {
+			if len(p.Missing) == 0 && !verbose {
+				continue
+			}
+			fmt.Fprintf(&b, "%-5s %s/%s: at message %d, %q: ", "probe", f.Name, p.Conversation, p.Index, clip(p.Request))
+			if len(p.Missing) == 0 {
+				fmt.Fprintf(&b, "all %d facts shown\n", p.Facts)
+				continue
+			}
+			for j, m := range p.Missing {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%q", clip(m))
+			}
+			fmt.Fprintf(&b, " not shown (%d of %d)\n", len(p.Missing), p.Facts)
+		}
+	}
 	if b.Len() > 0 {
 		if _, err := io.WriteString(w, "\n"+b.String()); err != nil {
 			return err
@@ -80,4 +99,49 @@ func clip(s string) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// WriteTable writes the comparison for people: the headline figures of
+// every profile on the held-out set, then on the development set, then the
+// per-fixture report of profile detail for each set.
+func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "profile\tset\tfixtures\tretention\tlong retention\tprobe recall\tleakage\tmax tokens\tover budget\tinvalid\tinconsistent\t")
+	row := func(p evidence.Profile, set string, s *Summary) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%d\t%d\t%d\t%d\t%d\t\n",
+			p, set, s.Fixtures, 100*s.Retention, s.Score.Retained, s.Score.Required,
+			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired,
+			100*s.ProbeRecall, s.Score.ProbeHits, s.Score.ProbeFacts,
+			s.Leakage, s.MaxEstimatedTokens, s.OverBudget, s.Invalid, s.Inconsistent)
+	}
+	for _, p := range Profiles {
+		if ps := c.Profiles[p]; ps != nil {
+			row(p, c.Set, &ps.Summary)
+		}
+	}
+	for _, p := range Profiles {
+		if ps := c.Profiles[p]; ps != nil && ps.Development != nil {
+			row(p, "development", ps.Development)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ps := c.Profiles[detail]
+	if ps == nil {
+		return nil
+	}
+	if c.Set == "held-out" {
+		fmt.Fprintf(w, "\n%s, held-out set (never used for tuning):\n\n", detail)
+	} else {
+		fmt.Fprintf(w, "\n%s:\n\n", detail)
+	}
+	if err := ps.Report.WriteTable(w, verbose); err != nil {
+		return err
+	}
+	if ps.Development != nil {
+		fmt.Fprintf(w, "\n%s, development set:\n\n", detail)
+		return ps.Development.Report.WriteTable(w, verbose)
+	}
+	return nil
 }

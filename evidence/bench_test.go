@@ -277,12 +277,12 @@ func BenchmarkFold(b *testing.B) {
 	b.Run("summarise", func(b *testing.B) {
 		perMessage(b, func() {
 			s := NewState()
-			s.Summarise(msgs[:k], prefix, nil)
+			s.Summarise(msgs[:k], prefix, nil, seedConfig)
 		})
 	})
 	b.Run("fold", func(b *testing.B) {
 		perMessage(b, func() {
-			if _, _, err := Fold(NewState(), msgs, nil); err != nil {
+			if _, _, err := Fold(NewState(), msgs, seedConfig); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -298,7 +298,7 @@ func BenchmarkFold(b *testing.B) {
 					continue
 				}
 				next, _ := Chain(c, msgs[s.Cursor:end-1])
-				s.Summarise(msgs[s.Cursor:end-1], next, nil)
+				s.Summarise(msgs[s.Cursor:end-1], next, nil, seedConfig)
 				c = next
 			}
 		})
@@ -308,7 +308,7 @@ func BenchmarkFold(b *testing.B) {
 // fullState returns a state at its bounds: 24 entries near the token limit.
 func fullState(b *testing.B) State {
 	msgs, _ := benchHistory(b, 500, 0)
-	s, _, err := Fold(NewState(), msgs, nil)
+	s, _, err := Fold(NewState(), msgs, seedConfig)
 	if err != nil {
 		b.Fatal(err)
 	}

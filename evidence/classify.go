@@ -134,6 +134,17 @@ func NewClassifier(keywords [3][]string) *Classifier {
 
 var defaultClassifier = NewClassifier(DefaultKeywords)
 
+// FocusKeywords are the focus profile's keywords: DefaultKeywords and the
+// forms people who type fast write without an apostrophe. The seed profile
+// keeps DefaultKeywords exactly.
+var FocusKeywords = func() [3][]string {
+	k := DefaultKeywords
+	k[Constraints] = append(append([]string(nil), k[Constraints]...), "dont", "cant", "mustnt")
+	return k
+}()
+
+var focusClassifier = NewClassifier(FocusKeywords)
+
 // Classify returns the first bucket, in bucket order, that has a keyword
 // anywhere in text; RecentContext when none has.
 func (c *Classifier) Classify(text string) Bucket {

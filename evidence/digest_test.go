@@ -225,7 +225,7 @@ func TestDigestErrors(t *testing.T) {
 			if _, err := Chain(ChainStart(), []Message{user("u", "x"), m}); err == nil {
 				t.Errorf("Chain over the message succeeded, want an error")
 			}
-			if _, _, err := Fold(NewState(), []Message{m, user("u", "x")}, nil); err == nil {
+			if _, _, err := Fold(NewState(), []Message{m, user("u", "x")}, seedConfig); err == nil {
 				t.Errorf("Fold over the message succeeded, want an error")
 			}
 		})

@@ -23,6 +23,9 @@ const (
 // MaxKeyBytes bounds user_id and conversation_id.
 const MaxKeyBytes = 256
 
+// MaxEventIDBytes bounds an event_id.
+const MaxEventIDBytes = 1024
+
 // Reason is why an event is rejected (§7).
 type Reason string
 
@@ -168,7 +171,7 @@ func ParseEvent(data []byte, limits Limits) (*Event, error) {
 		return nil, reject(ReasonInvalid, "field \"kind\" must be %q or %q", KindSnapshot, KindDelete)
 	}
 	var err *RejectError
-	if ev.EventID, err = requiredString(w.EventID, "event_id", 1024); err != nil {
+	if ev.EventID, err = requiredString(w.EventID, "event_id", MaxEventIDBytes); err != nil {
 		return nil, err
 	}
 	if ev.UserID, err = requiredString(w.UserID, "user_id", MaxKeyBytes); err != nil {

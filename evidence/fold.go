@@ -1,35 +1,5 @@
 package evidence
 
-// Outcome says what applying a history to a state did.
-type Outcome int
-
-const (
-	// Applied: messages were summarised and the cursor moved.
-	Applied Outcome = iota
-	// Stale: the history is shorter than the cursor; nothing changes.
-	Stale
-	// NothingToSummarise: the lineage matches but there is no user message
-	// after the cursor; at most MessageCount changes.
-	NothingToSummarise
-	// PrefixMismatch: the history's first Cursor messages are not the ones
-	// summarised; the state is left unchanged.
-	PrefixMismatch
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case Applied:
-		return "applied"
-	case Stale:
-		return "stale"
-	case NothingToSummarise:
-		return "nothing_to_summarise"
-	case PrefixMismatch:
-		return "prefix_mismatch"
-	}
-	return "unknown"
-}
-
 // NewestRequest returns the index of the newest user message in msgs, or -1.
 func NewestRequest(msgs []Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -40,43 +10,48 @@ func NewestRequest(msgs []Message) int {
 	return -1
 }
 
-// Fold applies a whole history to s by the rules of §4: a history shorter
-// than the cursor is stale; one whose chain over [0, Cursor) differs from
-// PrefixDigest is a prefix mismatch; otherwise the messages between the
-// cursor and the newest user message are summarised. The returned state
-// shares nothing with s. The error is a *DecodeError for a message that
-// cannot be canonicalised.
+// Fold applies a whole history to s: DecideLineage judges it as a snapshot
+// against the summarised prefix (a history shorter than the cursor is stale;
+// one whose chain over [0, Cursor) differs from PrefixDigest is a prefix
+// mismatch); otherwise the messages between the cursor and the newest user
+// message are summarised. The returned state shares nothing with s. The
+// error is a *DecodeError for a message that cannot be canonicalised.
 func Fold(s State, history []Message, cfg *Config) (State, Outcome, error) {
 	s = s.Clone()
-	if len(history) < s.Cursor {
-		return s, Stale, nil
+	prefix := s.PrefixDigest
+	if s.Cursor == 0 {
+		prefix = chainStart // the zero State folds like NewState()
 	}
-	c := chainStart
-	for i := 0; i < s.Cursor; i++ {
-		m, err := history[i].Digest()
-		if err != nil {
-			return s, Stale, digestError(i, err)
+	k := NewestRequest(history)
+	ev := &Event{Messages: history, PrefixDigest: chainStart}
+	if len(history) >= s.Cursor {
+		ev.Digests = make([]Digest, max(s.Cursor, k, 0))
+		for i := range ev.Digests {
+			d, err := history[i].Digest()
+			if err != nil {
+				return s, Stale, digestError(i, err)
+			}
+			ev.Digests[i] = d
 		}
-		c = c.Next(m)
 	}
-	if c != s.PrefixDigest && !(s.Cursor == 0 && s.PrefixDigest == Digest{}) {
-		return s, PrefixMismatch, nil
+	// Nothing past the cursor is held: a whole history is only checked
+	// against the summarised prefix.
+	lin, err := DecideLineage(Held{Cursor: s.Cursor, Count: s.Cursor, Prefix: prefix}, ev, nil, nil)
+	if err != nil {
+		return s, Stale, err
+	}
+	if lin.Outcome == Stale || lin.Outcome == PrefixMismatch {
+		return s, lin.Outcome, nil
 	}
 	s.MessageCount = max(s.MessageCount, len(history))
-	k := NewestRequest(history)
 	if k <= s.Cursor {
-		if s.Cursor == 0 {
-			s.PrefixDigest = chainStart
-		}
+		s.PrefixDigest = prefix
 		return s, NothingToSummarise, nil
 	}
-	for i := s.Cursor; i < k; i++ {
-		m, err := history[i].Digest()
-		if err != nil {
-			return s, Stale, digestError(i, err)
-		}
-		c = c.Next(m)
+	c := prefix
+	for _, d := range ev.Digests[s.Cursor:k] {
+		c = c.Next(d)
 	}
-	s.Summarise(history[s.Cursor:k], c, cfg)
+	s.Summarise(history[s.Cursor:k], c, &history[k], cfg)
 	return s, Applied, nil
 }

@@ -79,7 +79,7 @@ func TestFoldRules(t *testing.T) {
 				prior.PrefixDigest[0] ^= 1
 			}
 			before := prior.Clone()
-			got, outcome, err := Fold(prior, tt.history, nil)
+			got, outcome, err := Fold(prior, tt.history, seedConfig)
 			if err != nil {
 				t.Fatalf("Fold: %v", err)
 			}
@@ -106,14 +106,14 @@ func TestFoldRules(t *testing.T) {
 func TestFoldZeroState(t *testing.T) {
 	t.Parallel()
 	h := baseHistory()
-	got, outcome, err := Fold(State{}, h, nil)
+	got, outcome, err := Fold(State{}, h, seedConfig)
 	if err != nil || outcome != Applied {
 		t.Fatalf("Fold(State{}) = %v, %v; want applied", outcome, err)
 	}
 	if diff := cmp.Diff(foldAll(t, h), got); diff != "" {
 		t.Errorf("Fold(State{}) differs from Fold(NewState()) (-want +got):\n%s", diff)
 	}
-	got, outcome, _ = Fold(State{}, h[:1], nil)
+	got, outcome, _ = Fold(State{}, h[:1], seedConfig)
 	if outcome != NothingToSummarise || got.PrefixDigest != ChainStart() {
 		t.Errorf("Fold(State{}, one request) = %v with prefix %s, want nothing_to_summarise with ChainStart()", outcome, got.PrefixDigest)
 	}
@@ -258,7 +258,7 @@ func TestFoldBucketCap(t *testing.T) {
 		t.Errorf("OmittedEntries = %d, want 2", got.OmittedEntries)
 	}
 	// A custom cap.
-	got, _, _ = Fold(NewState(), history, &Config{MaxEntriesPerBucket: 3})
+	got, _, _ = Fold(NewState(), history, &Config{Profile: ProfileSeed, MaxEntriesPerBucket: 3})
 	if n := len(got.Buckets.Constraints); n != 3 || got.Buckets.Constraints[0].Index != 5 || got.OmittedEntries != 5 {
 		t.Errorf("with cap 3: %d constraints starting at %d, omitted %d; want 3 from index 5, omitted 5", n, got.Buckets.Constraints[0].Index, got.OmittedEntries)
 	}
@@ -413,7 +413,7 @@ func TestFoldVersion(t *testing.T) {
 	}
 	s := NewState()
 	for i, st := range steps {
-		next, outcome, err := Fold(s, st.history, nil)
+		next, outcome, err := Fold(s, st.history, seedConfig)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +423,7 @@ func TestFoldVersion(t *testing.T) {
 		s = next
 	}
 	before := s.Clone()
-	s.Summarise(nil, ChainStart(), nil)
+	s.Summarise(nil, ChainStart(), nil, seedConfig)
 	if diff := cmp.Diff(before, s); diff != "" {
 		t.Errorf("Summarise(nil) changed the state (-want +got):\n%s", diff)
 	}
@@ -437,9 +437,17 @@ func TestOutcomeString(t *testing.T) {
 	}{
 		{Applied, "applied"},
 		{Stale, "stale"},
-		{NothingToSummarise, "nothing_to_summarise"},
+		{NothingToSummarise, "nothing"},
 		{PrefixMismatch, "prefix_mismatch"},
+		{Accepted, "accepted"},
+		{Duplicate, "duplicate"},
+		{Gap, "gap"},
+		{Deleted, "deleted"},
+		{Rejected, "rejected"},
+		{Retried, "retried"},
+		{GapRetried, "gap_retried"},
 		{Outcome(99), "unknown"},
+		{Outcome(-1), "unknown"},
 	}
 	for _, tt := range tests {
 		if got := tt.o.String(); got != tt.want {
@@ -476,12 +484,12 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("defaults = %+v, want 6, 1800, 900 and a classifier", got)
 	}
 	h := baseHistory()
-	a, _, _ := Fold(NewState(), h, nil)
-	b, _, _ := Fold(NewState(), h, &Config{})
+	a, _, _ := Fold(NewState(), h, seedConfig)
+	b, _, _ := Fold(NewState(), h, &Config{Profile: ProfileSeed})
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("zero Config differs from nil (-nil +zero):\n%s", diff)
 	}
-	c, _, _ := Fold(NewState(), h, &Config{MaxExcerptBytes: 4})
+	c, _, _ := Fold(NewState(), h, &Config{Profile: ProfileSeed, MaxExcerptBytes: 4})
 	if e := c.Buckets.Constraints[0]; e.Excerpt != "We m" || !e.Truncated {
 		t.Errorf("with MaxExcerptBytes 4: excerpt %q truncated %v, want \"We m\" true", e.Excerpt, e.Truncated)
 	}
@@ -494,10 +502,10 @@ func TestConfigOutOfRange(t *testing.T) {
 	h := baseHistory()
 	want := foldAll(t, h)
 	for _, cfg := range []*Config{
-		{MaxEntriesPerBucket: -1},
-		{MaxTokens: -100},
-		{MaxExcerptBytes: -5},
-		{MaxEntriesPerBucket: -1, MaxTokens: -1, MaxExcerptBytes: -1},
+		{Profile: ProfileSeed, MaxEntriesPerBucket: -1},
+		{Profile: ProfileSeed, MaxTokens: -100},
+		{Profile: ProfileSeed, MaxExcerptBytes: -5},
+		{Profile: ProfileSeed, MaxEntriesPerBucket: -1, MaxTokens: -1, MaxExcerptBytes: -1},
 	} {
 		got, _, err := Fold(NewState(), h, cfg)
 		if err != nil {

@@ -146,7 +146,7 @@ func FuzzParseEvent(f *testing.F) {
 			t.Fatalf("%d digests for %d messages", len(ev.Digests), len(ev.Messages))
 		}
 		if ev.Offset == 0 {
-			s, _, err := Fold(NewState(), ev.Messages, nil)
+			s, _, err := Fold(NewState(), ev.Messages, seedConfig)
 			if err != nil {
 				t.Fatalf("Fold of a parsed event: %v", err)
 			}
@@ -186,7 +186,7 @@ func FuzzFold(f *testing.F) {
 		if err != nil || len(history) > 300 {
 			return
 		}
-		one, _, err := Fold(NewState(), history, nil)
+		one, _, err := Fold(NewState(), history, seedConfig)
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) {
@@ -206,7 +206,7 @@ func FuzzFold(f *testing.F) {
 		slices.Sort(points)
 		s := NewState()
 		for _, p := range append(points, len(history)) {
-			next, _, err := Fold(s, history[:p], nil)
+			next, _, err := Fold(s, history[:p], seedConfig)
 			if err != nil {
 				t.Fatalf("Fold(history[:%d]): %v", p, err)
 			}

@@ -10,6 +10,10 @@ import (
 	"testing"
 )
 
+// seedConfig folds by the seed profile's rules, which most tests of this
+// package pin; focus_test.go tests the focus profile.
+var seedConfig = &Config{Profile: ProfileSeed}
+
 // decode decodes one message or fails the test.
 func decode(tb testing.TB, raw string) Message {
 	tb.Helper()
@@ -58,7 +62,7 @@ func toolResult(id, text string) Message {
 // fold folds history into a new state or fails the test.
 func fold(tb testing.TB, s State, history []Message) (State, Outcome) {
 	tb.Helper()
-	got, out, err := Fold(s, history, nil)
+	got, out, err := Fold(s, history, seedConfig)
 	if err != nil {
 		tb.Fatalf("Fold: %v", err)
 	}

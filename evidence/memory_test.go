@@ -43,7 +43,7 @@ func foldStream(tb testing.TB, history []Message, step int) State {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			s.Summarise(history[s.Cursor:k], next, nil)
+			s.Summarise(history[s.Cursor:k], next, nil, seedConfig)
 			c = next
 		}
 		if end == len(history) {

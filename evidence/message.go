@@ -76,6 +76,10 @@ type Message struct {
 	// Text is the message's text: the string content, or the text parts of a
 	// part list joined with a newline.
 	Text string
+	// StringContent reports whether the content arrived as a JSON string
+	// (Content is then the canonical one-part list built from it), so that
+	// a message can be written back in the shape it came in.
+	StringContent bool
 	// HasToolCalls reports whether tool_calls, invalid_tool_calls or
 	// additional_kwargs.tool_calls is non-empty.
 	HasToolCalls bool
@@ -357,6 +361,9 @@ func decodeCommon(obj rawObject, index int) (Message, error) {
 	if m.Content, m.Text, err = decodeContent(obj["content"], index); err != nil {
 		return Message{}, err
 	}
+	if c := bytes.TrimSpace(obj["content"]); len(c) > 0 && c[0] == '"' {
+		m.StringContent = true
+	}
 	if m.ToolCalls, err = decodeToolCalls(obj["tool_calls"], "tool_calls", index); err != nil {
 		return Message{}, err
 	}
@@ -434,6 +441,11 @@ func decodeContent(raw json.RawMessage, index int) (json.RawMessage, string, err
 	}
 	return nil, "", &DecodeError{Index: index, Field: "content", Problem: "must be a string or a list of parts"}
 }
+
+// AppendJSONString appends s as a JSON string: only '"', '\\' and control
+// characters are escaped, so that text keeps its bytes; invalid UTF-8 is
+// written as U+FFFD.
+func AppendJSONString(b []byte, s string) []byte { return appendCanonicalString(b, s) }
 
 // textParts builds the canonical part list [{"text":s,"type":"text"}].
 func textParts(s string) json.RawMessage {

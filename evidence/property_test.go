@@ -280,7 +280,7 @@ func TestPropertySummarisePieces(t *testing.T) {
 			if c, err = Chain(c, history[a:b]); err != nil {
 				t.Fatal(err)
 			}
-			s.Summarise(history[a:b], c, nil)
+			s.Summarise(history[a:b], c, nil, seedConfig)
 			checkBounds(t, &s)
 			a = b
 		}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -23,6 +24,9 @@ type Record struct {
 	UpdatedAt time.Time
 	// Body is AppendBody(nil, &state, 0); nil for unknown or deleted keys.
 	Body []byte
+	// View is the focus view's entries in priority order, as JSON
+	// ([]Shown); nil in the seed profile.
+	View []byte
 }
 
 // emptyBody is the body of a conversation with no evidence.
@@ -81,6 +85,24 @@ func (r *Record) appendJSON(b, body []byte, lagging bool) []byte {
 	return append(b, '}')
 }
 
+// Message returns the stored evidence message (the one the read API
+// answers with when no max_tokens is asked for): nil when the conversation
+// has none.
+func (r *Record) Message() (*EvidenceMessage, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	var body struct {
+		Message *EvidenceMessage `json:"message"`
+	}
+	raw := make([]byte, 0, len(r.Body)+2)
+	raw = append(append(append(raw, '{'), r.Body...), '}')
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, fmt.Errorf("decode the stored evidence message: %w", err)
+	}
+	return body.Message, nil
+}
+
 // State decodes the record back into a State.
 func (r *Record) State() (State, error) {
 	s := NewState()
@@ -102,5 +124,13 @@ func (r *Record) State() (State, error) {
 	}
 	s.OmittedEntries = body.OmittedEntries
 	s.Buckets = body.Buckets.clone()
+	if r.View != nil {
+		if err := json.Unmarshal(r.View, &s.Shown); err != nil {
+			return s, err
+		}
+		if s.Shown == nil {
+			s.Shown = []Shown{}
+		}
+	}
 	return s, nil
 }

@@ -60,6 +60,9 @@ func RenderWithin(s *State, maxTokens int) *EvidenceMessage {
 	if s.Buckets.Len() == 0 {
 		return nil
 	}
+	if s.Shown != nil {
+		return RenderView(s.Shown, s.OmittedEntries, maxTokens)
+	}
 	bs := s.Buckets.clone()
 	omitted := s.OmittedEntries
 	size := newEnvelopeSize(&bs)
@@ -156,7 +159,8 @@ func digits(n int) int {
 	return d
 }
 
-// appendEntry writes {"role","message_id","index","excerpt","truncated"}.
+// appendEntry writes {"role","message_id","index","excerpt","truncated"},
+// and "span" when the entry has one.
 func appendEntry(b []byte, e *Entry) []byte {
 	b = append(b, `{"role":`...)
 	b = appendSafeString(b, string(e.Role))
@@ -168,6 +172,13 @@ func appendEntry(b []byte, e *Entry) []byte {
 	b = appendSafeString(b, e.Excerpt)
 	b = append(b, `,"truncated":`...)
 	b = strconv.AppendBool(b, e.Truncated)
+	if e.Span != (Span{}) {
+		b = append(b, `,"span":[`...)
+		b = strconv.AppendInt(b, int64(e.Span[0]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(e.Span[1]), 10)
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 
@@ -178,6 +189,9 @@ func entryLen(e *Entry) int {
 		n += 4
 	} else {
 		n += 5
+	}
+	if e.Span != (Span{}) {
+		n += len(`,"span":[,]`) + digits(e.Span[0]) + digits(e.Span[1])
 	}
 	return n
 }

@@ -2,6 +2,8 @@ package evidence
 
 import (
 	"cmp"
+	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -13,6 +15,10 @@ type Entry struct {
 	Index     int    `json:"index"`
 	Excerpt   string `json:"excerpt"`
 	Truncated bool   `json:"truncated"`
+	// Span is the excerpt's byte range in the message's text; the focus
+	// profile's entries have one, the seed profile's do not (zero, left out
+	// of JSON).
+	Span Span `json:"span,omitzero"`
 }
 
 // Buckets holds the entries of the four buckets, oldest first.
@@ -62,8 +68,16 @@ type State struct {
 	PrefixDigest Digest `json:"prefix_digest"`
 	// OmittedEntries counts entries that left the buckets to keep them bounded.
 	OmittedEntries int `json:"omitted_entries"`
-	// Buckets holds the entries.
+	// Buckets holds the entries: in the seed profile the fold's own
+	// buckets, in the focus profile the view for the current request.
 	Buckets Buckets `json:"buckets"`
+
+	// Shown is the focus view's entries in priority order (nil in the seed
+	// profile): what a smaller max_tokens drops first comes last.
+	Shown []Shown `json:"-"`
+	// Archive is the focus profile's archive, when the state was folded in
+	// memory (Fold); the service keeps it in Postgres instead.
+	Archive *Archive `json:"-"`
 }
 
 // NewState returns the state of a conversation with nothing summarised.
@@ -74,14 +88,43 @@ func NewState() State {
 // Clone returns a deep copy of s.
 func (s State) Clone() State {
 	s.Buckets = s.Buckets.clone()
+	s.Shown = slices.Clone(s.Shown)
+	s.Archive = s.Archive.Clone()
 	return s
 }
 
-// Config holds the bounds and heuristics of the fold. The zero value, and a
-// nil *Config, mean the contract's defaults.
+// Profile names a set of extraction rules.
+type Profile string
+
+// The profiles.
+const (
+	// ProfileFocus (the default) keeps every sentence of the summarised
+	// messages in an archive and shows, for each request, the entries that
+	// matter most to it within the token bound.
+	ProfileFocus Profile = "focus"
+	// ProfileSeed keeps the seed system's rules exactly: one entry per
+	// message, at most six per bucket, the oldest out.
+	ProfileSeed Profile = "seed"
+)
+
+// ParseProfile returns the profile named s ("" is the default, focus).
+func ParseProfile(s string) (Profile, error) {
+	switch Profile(s) {
+	case "", ProfileFocus:
+		return ProfileFocus, nil
+	case ProfileSeed:
+		return ProfileSeed, nil
+	}
+	return "", fmt.Errorf("unknown evidence profile %q: use %q or %q", s, ProfileFocus, ProfileSeed)
+}
+
+// Config holds the profile, bounds and heuristics of the fold. The zero
+// value, and a nil *Config, mean the defaults.
 type Config struct {
-	// MaxEntriesPerBucket bounds each bucket; the oldest entry goes first.
-	// Defaults to 6 (as do values below 1).
+	// Profile picks the extraction rules. Defaults to ProfileFocus.
+	Profile Profile
+	// MaxEntriesPerBucket bounds each bucket of the seed profile; the
+	// oldest entry goes first. Defaults to 6 (as do values below 1).
 	MaxEntriesPerBucket int
 	// MaxTokens bounds the estimated tokens of the rendered evidence message.
 	// Defaults to 1800 (as do values below 1).
@@ -89,34 +132,22 @@ type Config struct {
 	// MaxExcerptBytes bounds an excerpt's UTF-8 bytes. Defaults to 900 (as
 	// do values below 1).
 	MaxExcerptBytes int
+	// MaxArchiveEntries bounds a conversation's archive in the focus
+	// profile; beyond it the oldest recent_context entries go first.
+	// Defaults to 50,000 (as do values below 1).
+	MaxArchiveEntries int
 	// Classifier picks an entry's bucket. Defaults to one built from
-	// DefaultKeywords.
+	// FocusKeywords in the focus profile, from DefaultKeywords in the seed
+	// profile.
 	Classifier *Classifier
-
-	// The Experimental switches change the fold in ways the contract (§4.8)
-	// does not allow. They exist to be measured by the offline evaluation
-	// ("recall eval --experiment NAME", eval/README.md) and must stay off
-	// in production: a state folded with one on is not the contract's.
-
-	// ExperimentalDedupe drops an older entry of a bucket when a new entry
-	// of that bucket restates it (holds at least 80% of its words), instead
-	// of keeping both. Defaults to false.
-	ExperimentalDedupe bool
-	// ExperimentalUserFirst makes a bucket over its bound lose its oldest
-	// assistant entry, and a user entry only when it has no assistant
-	// entry left. Defaults to false.
-	ExperimentalUserFirst bool
-	// ExperimentalProtect makes the token bound evict from recent_context
-	// and open_work (the larger first) before decisions and constraints.
-	// Defaults to false.
-	ExperimentalProtect bool
 }
 
-// Contract defaults.
+// Defaults.
 const (
 	DefaultMaxEntriesPerBucket = 6
 	DefaultMaxTokens           = 1800
 	DefaultMaxExcerptBytes     = 900
+	DefaultMaxArchiveEntries   = 50000
 )
 
 func (c *Config) withDefaults() Config {
@@ -124,16 +155,26 @@ func (c *Config) withDefaults() Config {
 	if c != nil {
 		cfg = *c
 	}
+	if cfg.Profile == "" {
+		cfg.Profile = ProfileFocus
+	}
 	// Values below 1 mean the defaults too: a negative bound would make the
 	// fold index an empty bucket or cut an excerpt before its start.
 	cfg.MaxEntriesPerBucket = cmp.Or(max(cfg.MaxEntriesPerBucket, 0), DefaultMaxEntriesPerBucket)
 	cfg.MaxTokens = cmp.Or(max(cfg.MaxTokens, 0), DefaultMaxTokens)
 	cfg.MaxExcerptBytes = cmp.Or(max(cfg.MaxExcerptBytes, 0), DefaultMaxExcerptBytes)
+	cfg.MaxArchiveEntries = cmp.Or(max(cfg.MaxArchiveEntries, 0), DefaultMaxArchiveEntries)
 	if cfg.Classifier == nil {
 		cfg.Classifier = defaultClassifier
+		if cfg.Profile == ProfileFocus {
+			cfg.Classifier = focusClassifier
+		}
 	}
 	return cfg
 }
+
+// WithDefaults returns a copy of c with every default filled in.
+func (c *Config) WithDefaults() Config { return c.withDefaults() }
 
 // Excerpt trims text and cuts it to at most limit UTF-8 bytes (none when
 // limit < 0) at a character boundary. It reports whether it cut.
@@ -152,25 +193,49 @@ func Excerpt(text string, limit int) (string, bool) {
 // Summarise folds msgs, the history's messages at indexes s.Cursor,
 // s.Cursor+1, …, into the state in index order, advances Cursor past them
 // and sets PrefixDigest to prefix, which the caller has computed as the chain
-// digest of the history up to the new cursor. Version grows by one when the
-// cursor moves. Callers that hold a whole history use Fold, which validates
-// lineage first.
-func (s *State) Summarise(msgs []Message, prefix Digest, cfg *Config) {
+// digest of the history up to the new cursor. request is the message after
+// them, the current request: the focus profile chooses its view for it.
+// Version grows by one when the cursor moves. Callers that hold a whole
+// history use Fold, which validates lineage first.
+func (s *State) Summarise(msgs []Message, prefix Digest, request *Message, cfg *Config) {
 	if len(msgs) == 0 {
 		return
 	}
 	c := cfg.withDefaults()
-	if s.Buckets.Constraints == nil {
-		s.Buckets = s.Buckets.clone()
-	}
-	size := newEnvelopeSize(&s.Buckets)
-	for i := range msgs {
-		s.add(&msgs[i], s.Cursor+i, &c, &size)
+	if c.Profile == ProfileSeed {
+		if s.Buckets.Constraints == nil {
+			s.Buckets = s.Buckets.clone()
+		}
+		size := newEnvelopeSize(&s.Buckets)
+		for i := range msgs {
+			s.add(&msgs[i], s.Cursor+i, &c, &size)
+		}
+	} else {
+		if s.Archive == nil {
+			s.Archive = &Archive{}
+		}
+		s.Archive.Add(ExtractItems(msgs, s.Cursor, &c), c.MaxArchiveEntries)
+		q := NewQuery(RequestText(request), s.Archive.Recent(WindowItems))
+		s.SetView(SelectView(s.Archive.Candidates(q), q, c.MaxTokens))
 	}
 	s.Cursor += len(msgs)
 	s.PrefixDigest = prefix
 	s.MessageCount = max(s.MessageCount, s.Cursor)
 	s.Version++
+}
+
+// SetView makes v the state's evidence (the focus profile).
+func (s *State) SetView(v View) {
+	s.Buckets, s.Shown, s.OmittedEntries = v.Buckets, v.Shown, v.OmittedEntries
+}
+
+// RequestText returns the text a view is chosen for: the request's text when
+// it is on the conversation channel, else "".
+func RequestText(request *Message) string {
+	if request == nil || !request.IsConversation() {
+		return ""
+	}
+	return request.Text
 }
 
 // add adds the entry of one message, if it has one, and enforces the bounds.
@@ -185,9 +250,6 @@ func (s *State) add(m *Message, index int, c *Config, size *envelopeSize) {
 	}
 	b := c.Classifier.Classify(m.Text)
 	list := s.Buckets.Get(b)
-	if c.ExperimentalDedupe {
-		s.OmittedEntries += dropRestated(list, b, excerpt, size)
-	}
 	// The excerpt is a substring of the message's text and the id is the
 	// message's own: a copy of both, in one allocation, keeps the state from
 	// holding the history alive.
@@ -199,20 +261,12 @@ func (s *State) add(m *Message, index int, c *Config, size *envelopeSize) {
 	*list = append(*list, Entry{Role: m.Role, MessageID: id, Index: index, Excerpt: excerpt, Truncated: truncated})
 	size.added(b, &(*list)[len(*list)-1])
 	for len(*list) > c.MaxEntriesPerBucket {
-		if c.ExperimentalUserFirst && removeOldestAssistant(list, b, size) {
-			s.OmittedEntries++
-			continue
-		}
 		size.removed(b, &(*list)[0])
 		removeOldest(list)
 		s.OmittedEntries++
 	}
 	for s.Buckets.Len() > 0 && EstimateTokens(size.total(s.OmittedEntries, &s.Buckets)) > c.MaxTokens {
-		if c.ExperimentalProtect || c.ExperimentalUserFirst {
-			evictExperimental(&s.Buckets, c, size)
-		} else {
-			evictOldestOfLargest(&s.Buckets, size)
-		}
+		evictOldestOfLargest(&s.Buckets, size)
 		s.OmittedEntries++
 	}
 }
@@ -246,83 +300,5 @@ func evictOldestOfLargest(bs *Buckets, size *envelopeSize) {
 // reslices, so that the evicted excerpt can be freed, and never writes to
 // the old array, which a shallow copy of the state may share.
 func removeOldest(list *[]Entry) {
-	*list = append((*list)[:0:0], (*list)[1:]...)
-}
-
-// dropRestated removes the entries of list (bucket b) whose words are, for
-// at least 80%, words of excerpt too: excerpt restates them
-// (ExperimentalDedupe). It returns how many went.
-func dropRestated(list *[]Entry, b Bucket, excerpt string, size *envelopeSize) int {
-	if len(*list) == 0 {
-		return 0
-	}
-	words := make(map[string]bool)
-	for _, w := range splitWords(excerpt, nil) {
-		words[w] = true
-	}
-	n := 0
-	kept := (*list)[:0:0]
-	for i := range *list {
-		e := &(*list)[i]
-		old := splitWords(e.Excerpt, nil)
-		shared := 0
-		seen := make(map[string]bool, len(old))
-		for _, w := range old {
-			if !seen[w] {
-				seen[w] = true
-				if words[w] {
-					shared++
-				}
-			}
-		}
-		if len(seen) >= 3 && shared*5 >= len(seen)*4 {
-			size.removed(b, e)
-			n++
-			continue
-		}
-		kept = append(kept, *e)
-	}
-	if n > 0 {
-		*list = kept
-	}
-	return n
-}
-
-// removeOldestAssistant removes the oldest assistant entry of list (bucket
-// b), if it has one (ExperimentalUserFirst).
-func removeOldestAssistant(list *[]Entry, b Bucket, size *envelopeSize) bool {
-	for i := range *list {
-		if (*list)[i].Role == RoleAssistant {
-			size.removed(b, &(*list)[i])
-			*list = append((*list)[:i:i], (*list)[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-// evictExperimental removes one entry for the token bound under the
-// experimental switches: with ExperimentalProtect from the larger of
-// recent_context and open_work while either has entries, else the largest
-// bucket; with ExperimentalUserFirst that bucket's oldest assistant entry
-// if it has one, else its oldest.
-func evictExperimental(bs *Buckets, c *Config, size *envelopeSize) {
-	b := largest(bs)
-	if c.ExperimentalProtect {
-		if n, o := len(bs.RecentContext), len(bs.OpenWork); n > 0 || o > 0 {
-			b = RecentContext
-			if o > n {
-				b = OpenWork
-			}
-		}
-	}
-	if b < 0 {
-		return
-	}
-	list := bs.Get(b)
-	if c.ExperimentalUserFirst && removeOldestAssistant(list, b, size) {
-		return
-	}
-	size.removed(b, &(*list)[0])
 	*list = append((*list)[:0:0], (*list)[1:]...)
 }

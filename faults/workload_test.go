@@ -330,7 +330,7 @@ func distinctIDs(events []event) int {
 type verdict struct {
 	States   int
 	Matching int
-	Dups     int // entries whose index appears more than once in a state
+	Dups     int // entries whose place (index, span) appears more than once in a state
 	Lost     int
 	Diffs    []string
 }
@@ -389,12 +389,18 @@ FROM recall_conversation WHERE deleted_at IS NULL`)
 	return v, nil
 }
 
-// duplicates counts the entries of s whose index another entry has too.
+// duplicates counts the entries of s that repeat another's place: its
+// message index and, in the focus profile, whose entries are sentences of a
+// message, its span.
 func duplicates(s *evidence.State) int {
-	seen := map[int]int{}
+	type place struct {
+		index int
+		span  evidence.Span
+	}
+	seen := map[place]int{}
 	for _, b := range [][]evidence.Entry{s.Buckets.Constraints, s.Buckets.Decisions, s.Buckets.OpenWork, s.Buckets.RecentContext} {
 		for _, e := range b {
-			seen[e.Index]++
+			seen[place{e.Index, e.Span}]++
 		}
 	}
 	n := 0

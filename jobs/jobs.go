@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/store"
 )
@@ -68,7 +69,7 @@ func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[ExtractArgs]) e
 	}
 	if w.metrics != nil {
 		w.metrics.Extractions.WithLabelValues(res.Outcome.String()).Inc()
-		if res.Outcome == store.Extracted {
+		if res.Outcome == evidence.Applied {
 			w.metrics.SummarisedMessages.Add(float64(res.Summarised))
 			if !res.PublishedAt.IsZero() {
 				w.metrics.StateLagSeconds.Observe(time.Since(res.PublishedAt).Seconds())
@@ -137,7 +138,7 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	rc := &river.Config{
-		Logger:                      c.Logger,
+		Logger:                      riverLogger(c.Logger),
 		JobTimeout:                  c.JobTimeout,
 		RescueStuckJobsAfter:        c.RescueStuckJobsAfter,
 		CompletedJobRetentionPeriod: c.CompletedJobRetention,

@@ -29,33 +29,11 @@ func NotifyPayload(userID, conversationID string, cursor int) string {
 	return string(b)
 }
 
-// ExtractOutcome says what an extraction did.
-type ExtractOutcome int
-
-const (
-	// Extracted: messages were summarised and the state committed.
-	Extracted ExtractOutcome = iota
-	// NothingToExtract: no user request after the cursor.
-	NothingToExtract
-	// Gone: the conversation is unknown or deleted.
-	Gone
-)
-
-func (o ExtractOutcome) String() string {
-	switch o {
-	case Extracted:
-		return "applied"
-	case NothingToExtract:
-		return "nothing"
-	case Gone:
-		return "deleted"
-	}
-	return "unknown"
-}
-
 // ExtractResult is the outcome of Extract.
 type ExtractResult struct {
-	Outcome ExtractOutcome
+	// Outcome is evidence.Applied, NothingToSummarise or Deleted (the
+	// conversation is unknown or deleted).
+	Outcome evidence.Outcome
 	// Summarised is how many messages were folded.
 	Summarised int
 	// Cursor is the cursor after the extraction.
@@ -93,18 +71,18 @@ func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID s
 	var prefix []byte
 	var published *time.Time
 	err := tx.QueryRow(ctx, `
-SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at
+SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at, archive_count
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
-FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published)
+FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
 	if err == pgx.ErrNoRows || (err == nil && row.deleted) {
-		return ExtractResult{Outcome: Gone}, nil
+		return ExtractResult{Outcome: evidence.Deleted}, nil
 	}
 	if err != nil {
 		return ExtractResult{}, fmt.Errorf("lock conversation: %w", err)
 	}
 	copy(row.prefix[:], prefix)
-	res := ExtractResult{Outcome: NothingToExtract, Cursor: row.cursor}
+	res := ExtractResult{Outcome: evidence.NothingToSummarise, Cursor: row.cursor}
 	if published != nil {
 		res.PublishedAt = *published
 	}
@@ -123,19 +101,38 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 		return res, nil
 	}
 	rec := row.record(userID, conversationID)
-	state, err := rec.State()
-	if err != nil {
-		return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
+	var state evidence.State
+	var view []byte
+	archiveCount := row.archiveCount
+	if s.fold.Profile == evidence.ProfileSeed {
+		if state, err = rec.State(); err != nil {
+			return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
+		}
+		state.Summarise(msgs[:k], chains[k-1], &msgs[k], &s.fold)
+	} else {
+		items := evidence.ExtractItems(msgs[:k], row.cursor, &s.fold)
+		if archiveCount, err = addToArchive(ctx, tx, userID, conversationID, items, archiveCount, s.fold.MaxArchiveEntries); err != nil {
+			return ExtractResult{}, err
+		}
+		c, q, err := candidates(ctx, tx, userID, conversationID, evidence.RequestText(&msgs[k]), archiveCount)
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		state = evidence.State{Version: row.version + 1, Cursor: row.cursor + k, PrefixDigest: chains[k-1]}
+		state.SetView(evidence.SelectView(c, q, s.fold.MaxTokens))
+		if view, err = encodeView(state.Shown); err != nil {
+			return ExtractResult{}, err
+		}
 	}
-	state.Summarise(msgs[:k], chains[k-1], s.cfg.Fold)
 	body := evidence.AppendBody(nil, &state, 0)
 
 	b := &pgx.Batch{}
 	b.Queue(`
 UPDATE recall_conversation
-SET version = $3, "cursor" = $4, prefix_digest = $5, body = $6, updated_at = now(), extract_requested_at = NULL
+SET version = $3, "cursor" = $4, prefix_digest = $5, body = $6, updated_at = now(), extract_requested_at = NULL,
+    archive_count = $7, view = $8
 WHERE user_id = $1 AND conversation_id = $2`,
-		userID, conversationID, state.Version, state.Cursor, state.PrefixDigest[:], body)
+		userID, conversationID, state.Version, state.Cursor, state.PrefixDigest[:], body, archiveCount, view)
 	// Messages below the old cursor are gone already: deleting the range
 	// keeps the index scan off the dead entries earlier extractions left
 	// (until vacuum), so a turn costs the same at message 10 and 10,000.
@@ -145,7 +142,7 @@ WHERE user_id = $1 AND conversation_id = $2`,
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return ExtractResult{}, fmt.Errorf("write evidence: %w", err)
 	}
-	res.Outcome, res.Summarised, res.Cursor = Extracted, k, state.Cursor
+	res.Outcome, res.Summarised, res.Cursor = evidence.Applied, k, state.Cursor
 	return res, nil
 }
 

@@ -11,49 +11,11 @@ import (
 	"github.com/recallhq/recall/evidence"
 )
 
-// Outcome says what ingesting an event did.
-type Outcome int
-
-const (
-	// Accepted: the event extended (or, being longer, replaced the unsummarised
-	// tail of) the history recall holds.
-	Accepted Outcome = iota
-	// Duplicate: recall already holds everything the event carries.
-	Duplicate
-	// Stale: the event's history is shorter than the cursor, or it conflicts
-	// with a longer unsummarised tail recall already holds.
-	Stale
-	// Deleted: a delete event deleted the conversation (or it was already).
-	Deleted
-	// Gap: an append event starts after the end of the history recall holds;
-	// nothing was written. The caller retries it for a while, then rejects
-	// it with ReasonGap.
-	Gap
-	// Rejected: the event was recorded as rejected (Result.Reason).
-	Rejected
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case Accepted:
-		return "accepted"
-	case Duplicate:
-		return "duplicate"
-	case Stale:
-		return "stale"
-	case Deleted:
-		return "deleted"
-	case Gap:
-		return "gap"
-	case Rejected:
-		return "rejected"
-	}
-	return "unknown"
-}
-
 // Result is the outcome of Ingest.
 type Result struct {
-	Outcome Outcome
+	// Outcome is evidence.Accepted, Duplicate, Stale, Deleted, Gap or
+	// Rejected.
+	Outcome evidence.Outcome
 	// Reason and Detail are set when Outcome is Rejected.
 	Reason evidence.Reason
 	Detail string
@@ -103,85 +65,46 @@ func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta 
 		err := insertRejection(ctx, tx, Rejection{Reason: reason, Detail: detail, EventID: ev.EventID,
 			UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamCreated: meta.StreamCreated,
 			StreamSeq: meta.StreamSeq, Payload: meta.Payload})
-		return Result{Outcome: Rejected, Reason: reason, Detail: detail}, err
+		return Result{Outcome: evidence.Rejected, Reason: reason, Detail: detail}, err
 	}
 	if ev.Kind == evidence.KindDelete {
 		if row.deleted {
-			return Result{Outcome: Deleted}, nil
+			return Result{Outcome: evidence.Deleted}, nil
 		}
-		return Result{Outcome: Deleted}, deleteLocked(ctx, tx, ev.UserID, ev.ConversationID)
+		return Result{Outcome: evidence.Deleted}, deleteLocked(ctx, tx, ev.UserID, ev.ConversationID)
 	}
 	if row.deleted {
 		return reject(evidence.ReasonDeleted, deletedDetail)
 	}
 
-	cursor, held := row.cursor, row.count
-	off, n := ev.Offset, ev.End()
-	if n < cursor {
-		return Result{Outcome: Stale}, nil
-	}
-	if off > held {
-		return Result{Outcome: Gap}, nil
-	}
-	// The event's history must agree with the summarised prefix [0, cursor).
-	if off <= cursor {
-		c := ev.PrefixDigest
-		for i := 0; i < cursor-off; i++ {
-			c = c.Next(ev.Digests[i])
-		}
-		if c != row.prefix {
-			return reject(evidence.ReasonPrefixMismatch, fmt.Sprintf("the chain digest of messages [0, %d) differs from the summarised history", cursor))
-		}
-	}
-	// Load the held, unsummarised messages the event overlaps, and the one
-	// before its offset whose chain digest the event's prefix_digest claims.
-	lo, hi := cursor, min(n, held)
-	if off > cursor {
-		lo = off - 1
-	}
+	h := evidence.Held{Cursor: row.cursor, Count: row.count, Prefix: row.prefix}
+	lo, hi := h.Range(ev)
 	heldDigests, heldChains, err := loadChains(ctx, tx, ev.UserID, ev.ConversationID, lo, hi)
 	if err != nil {
 		return Result{}, err
 	}
-	chainAt := func(i int) evidence.Digest { // chain digest of [0, i), cursor <= i <= hi
-		switch {
-		case i == cursor:
-			return row.prefix
-		case i == off:
-			return ev.PrefixDigest
-		default:
-			return heldChains[i-1-lo]
-		}
+	lin, err := evidence.DecideLineage(h, ev, heldDigests, heldChains)
+	if err != nil {
+		return Result{}, err
 	}
-	if off > cursor && chainAt(off) != heldChains[off-1-lo] {
-		return reject(evidence.ReasonPrefixMismatch, fmt.Sprintf("prefix_digest does not match the history recall holds at offset %d", off))
-	}
-	start := max(cursor, off)
-	d := hi // first index where the event differs from what recall holds
-	for i := start; i < hi; i++ {
-		if ev.Digests[i-off] != heldDigests[i-lo] {
-			d = i
-			break
-		}
-	}
-	if n <= held {
-		if d == hi {
-			return Result{Outcome: Duplicate}, nil
-		}
-		// A different tail that is not longer than the one held: the longer
-		// history wins, and on a tie the first one accepted stays.
-		return Result{Outcome: Stale}, nil
+	switch lin.Outcome {
+	case evidence.PrefixMismatch:
+		return reject(evidence.ReasonPrefixMismatch, lin.Detail)
+	case evidence.Accepted:
+	default:
+		return Result{Outcome: lin.Outcome}, nil
 	}
 
-	// Write messages [d, n): an extension (d == held) or, when the event
-	// diverges from the unsummarised tail, a replacement of it.
-	if d < held {
+	// Write messages [From, n): an extension (From == held) or, when the
+	// event diverges from the unsummarised tail, a replacement of it.
+	d, n, cursor := lin.From, ev.End(), row.cursor
+	if d < row.count {
 		if _, err := tx.Exec(ctx, `DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3`,
 			ev.UserID, ev.ConversationID, d); err != nil {
 			return Result{}, fmt.Errorf("replace messages: %w", err)
 		}
 	}
-	needsExtraction, err := insertMessages(ctx, tx, ev, d, chainAt(d), cursor)
+	needsExtraction, err := insertMessages(ctx, tx, ev, d, lin.Chain, cursor)
 	if err != nil {
 		return Result{}, err
 	}
@@ -200,7 +123,7 @@ WHERE user_id = $1 AND conversation_id = $2`,
 			return Result{}, fmt.Errorf("enqueue extraction: %w", err)
 		}
 	}
-	return Result{Outcome: Accepted, Enqueued: enqueue}, nil
+	return Result{Outcome: evidence.Accepted, Enqueued: enqueue}, nil
 }
 
 func nullTime(t time.Time) *time.Time {

@@ -35,7 +35,8 @@ type Config struct {
 	// Enqueue inserts extraction jobs; ingest calls it in its transaction.
 	// Required for Ingest.
 	Enqueue Enqueuer
-	// Fold bounds and heuristics. Defaults to the contract's.
+	// Fold is the evidence profile, its bounds and heuristics. Defaults to
+	// the focus profile with its default bounds.
 	Fold *evidence.Config
 	// CoalesceWindow is how long an enqueued extraction that has not started
 	// yet absorbs later events of its conversation; after it, ingest enqueues
@@ -51,6 +52,7 @@ type Config struct {
 type Store struct {
 	pool *pgxpool.Pool
 	cfg  Config
+	fold evidence.Config // cfg.Fold with its defaults
 }
 
 // New returns a Store over pool.
@@ -66,7 +68,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, cfg: c}, nil
+	return &Store{pool: pool, cfg: c, fold: c.Fold.WithDefaults()}, nil
 }
 
 // Pool returns the store's pool.
@@ -82,10 +84,10 @@ func (s *Store) Evidence(ctx context.Context, userID, conversationID string) (ev
 	var prefix []byte
 	var updated *time.Time
 	err := s.pool.QueryRow(ctx, `
-SELECT version, "cursor", message_count, prefix_digest, body, updated_at
+SELECT version, "cursor", message_count, prefix_digest, body, view, updated_at
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2 AND deleted_at IS NULL`, userID, conversationID).
-		Scan(&rec.Version, &rec.Cursor, &rec.MessageCount, &prefix, &rec.Body, &updated)
+		Scan(&rec.Version, &rec.Cursor, &rec.MessageCount, &prefix, &rec.Body, &rec.View, &updated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, nil
 	}
@@ -140,6 +142,8 @@ type convRow struct {
 	body        []byte
 	deleted     bool
 	requestedAt *time.Time
+	// archiveCount is the size of the focus profile's archive.
+	archiveCount int
 }
 
 func (r *convRow) record(userID, conversationID string) evidence.Record {
@@ -169,9 +173,10 @@ func deleteLocked(ctx context.Context, tx pgx.Tx, userID, conversationID string)
 	b.Queue(`
 UPDATE recall_conversation
 SET deleted_at = coalesce(deleted_at, now()), version = 0, "cursor" = 0, message_count = 0,
-    prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL
+    prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL, archive_count = 0, view = NULL
 WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID, start[:])
 	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
+	b.Queue(`DELETE FROM recall_archive WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
 	b.Queue(`UPDATE recall_rejection SET payload = NULL, payload_sha256 = NULL
 WHERE user_id = $1 AND conversation_id = $2 AND (payload IS NOT NULL OR payload_sha256 IS NOT NULL)`, userID, conversationID)
 	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, 0))

@@ -137,7 +137,7 @@ func TestCoalescingRace(t *testing.T) {
 	if res := tb.ingest(t, snapshot(t, "e1", h[:3])); !res.Enqueued {
 		t.Fatalf("first event: %+v, want an enqueued extraction", res)
 	}
-	if res := tb.ingest(t, snapshot(t, "e2", h[:5])); res.Enqueued || res.Outcome != store.Accepted {
+	if res := tb.ingest(t, snapshot(t, "e2", h[:5])); res.Enqueued || res.Outcome != evidence.Accepted {
 		t.Fatalf("second event: %+v, want accepted without a new job", res)
 	}
 	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
@@ -220,14 +220,14 @@ func TestIngestOutcomes(t *testing.T) {
 	tests := []struct {
 		name        string
 		ev          *evidence.Event
-		wantOutcome store.Outcome
+		wantOutcome evidence.Outcome
 		wantReason  evidence.Reason
 	}{
-		{"stale: shorter than the cursor", snapshot(t, "s", h[:3]), store.Stale, ""},
-		{"duplicate", snapshot(t, "d", h[:5]), store.Duplicate, ""},
-		{"same length, different tail", snapshot(t, "t", forgedTail), store.Stale, ""},
-		{"changed summarised message", snapshot(t, "m", forgedHead), store.Rejected, evidence.ReasonPrefixMismatch},
-		{"extension", snapshot(t, "x", h[:7]), store.Accepted, ""},
+		{"stale: shorter than the cursor", snapshot(t, "s", h[:3]), evidence.Stale, ""},
+		{"duplicate", snapshot(t, "d", h[:5]), evidence.Duplicate, ""},
+		{"same length, different tail", snapshot(t, "t", forgedTail), evidence.Stale, ""},
+		{"changed summarised message", snapshot(t, "m", forgedHead), evidence.Rejected, evidence.ReasonPrefixMismatch},
+		{"extension", snapshot(t, "x", h[:7]), evidence.Accepted, ""},
 	}
 	for _, tt := range tests {
 		res := tb.ingest(t, tt.ev)
@@ -243,7 +243,7 @@ func TestIngestOutcomes(t *testing.T) {
 	// A longer history that diverges in the unsummarised tail replaces it.
 	h2 := append(append([]json.RawMessage{}, h[:6]...), json.RawMessage(`{"id":"n6","role":"assistant","content":"regenerated"}`), h[6])
 	h2 = append(h2, json.RawMessage(`{"id":"n8","role":"user","content":"and then"}`))
-	if res := tb.ingest(t, snapshot(t, "r", h2)); res.Outcome != store.Accepted {
+	if res := tb.ingest(t, snapshot(t, "r", h2)); res.Outcome != evidence.Accepted {
 		t.Fatalf("divergent longer tail: %+v", res)
 	}
 	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
@@ -279,7 +279,7 @@ func TestDeleteConversation(t *testing.T) {
 	if held != 0 {
 		t.Errorf("%d held messages survive the delete", held)
 	}
-	if res := tb.ingest(t, snapshot(t, "late", h)); res.Outcome != store.Rejected || res.Reason != evidence.ReasonDeleted {
+	if res := tb.ingest(t, snapshot(t, "late", h)); res.Outcome != evidence.Rejected || res.Reason != evidence.ReasonDeleted {
 		t.Errorf("late event: %+v, want rejected as deleted", res)
 	}
 }
@@ -349,7 +349,7 @@ func TestLargeEventInChunks(t *testing.T) {
 		}
 	}
 
-	if res := tb.ingest(t, snapshot(t, "big", h[:2999])); res.Outcome != store.Accepted {
+	if res := tb.ingest(t, snapshot(t, "big", h[:2999])); res.Outcome != evidence.Accepted {
 		t.Fatalf("large snapshot: %+v", res)
 	}
 	for _, i := range []int{1, 1000, 2999} { // chain digest of [0, i) is stored with message i-1
@@ -381,7 +381,7 @@ func TestLargeEventInChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := tb.ingest(t, ev); res.Outcome != store.Accepted {
+	if res := tb.ingest(t, ev); res.Outcome != evidence.Accepted {
 		t.Fatalf("append after the large snapshot: %+v", res)
 	}
 	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {

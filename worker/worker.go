@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -267,18 +268,18 @@ func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
 	attrs := []slog.Attr{slog.Uint64("stream_seq", meta.Sequence.Stream), slog.Uint64("delivered", meta.NumDelivered)}
 	defer w.heartbeat(msg)()
 	outcome, reason := w.handle(ctx, msg, meta, &attrs)
-	if w.deleteHandled && outcome != "retried" && outcome != "gap_retried" {
+	if w.deleteHandled && outcome != evidence.Retried && outcome != evidence.GapRetried {
 		w.deleteFromStream(ctx, meta.Sequence.Stream, &attrs)
 	}
 	if w.cfg.Metrics != nil {
-		w.cfg.Metrics.Events.WithLabelValues(outcome, string(reason)).Inc()
+		w.cfg.Metrics.Events.WithLabelValues(outcome.String(), string(reason)).Inc()
 		w.cfg.Metrics.IngestSeconds.Observe(time.Since(start).Seconds())
 	}
 	level := slog.LevelDebug
-	if outcome == "rejected" || outcome == "retried" {
+	if outcome == evidence.Rejected || outcome == evidence.Retried {
 		level = slog.LevelWarn
 	}
-	attrs = append(attrs, slog.String("outcome", outcome))
+	attrs = append(attrs, slog.String("outcome", outcome.String()))
 	if reason != "" {
 		attrs = append(attrs, slog.String("reason", string(reason)))
 	}
@@ -313,7 +314,7 @@ func (w *Worker) heartbeat(msg jetstream.Msg) func() {
 	}
 }
 
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, attrs *[]slog.Attr) (outcome string, reason evidence.Reason) {
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, attrs *[]slog.Attr) (outcome evidence.Outcome, reason evidence.Reason) {
 	data := msg.Data()
 	w.mu.Lock()
 	created := w.created
@@ -326,25 +327,27 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 			rej = &evidence.RejectError{Reason: evidence.ReasonInvalid, Detail: "cannot decode the event"}
 		}
 		uid, cid, eid := evidence.ProbeKey(data)
+		*attrs = append(*attrs, keyAttrs(eid, uid, cid)...)
 		return w.reject(ctx, msg, meta, store.Rejection{Reason: rej.Reason, Detail: rej.Detail, EventID: eid,
 			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
 	}
+	*attrs = append(*attrs, keyAttrs(ev.EventID, ev.UserID, ev.ConversationID)...)
 	*attrs = append(*attrs, slog.String("kind", ev.Kind), slog.Int("offset", ev.Offset), slog.Int("messages", len(ev.Messages)))
 	res, err := w.ing.Ingest(ctx, ev, smeta)
 	if err != nil {
 		*attrs = append(*attrs, slog.String("error", err.Error()))
 		w.nak(msg, meta)
-		return "retried", ""
+		return evidence.Retried, ""
 	}
 	switch res.Outcome {
-	case store.Rejected:
+	case evidence.Rejected:
 		*attrs = append(*attrs, slog.String("detail", res.Detail))
 		w.term(msg, res.Reason)
-		return "rejected", res.Reason
-	case store.Gap:
+		return evidence.Rejected, res.Reason
+	case evidence.Gap:
 		if age := time.Since(meta.Timestamp); age < w.cfg.GapTimeout {
 			_ = msg.NakWithDelay(min(backoff(meta.NumDelivered), w.cfg.GapTimeout-age+10*time.Millisecond))
-			return "gap_retried", ""
+			return evidence.GapRetried, ""
 		}
 		return w.reject(ctx, msg, meta, store.Rejection{Reason: evidence.ReasonGap,
 			Detail:  fmt.Sprintf("messages before offset %d never arrived within %s", ev.Offset, w.cfg.GapTimeout),
@@ -354,20 +357,41 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 	if err := msg.Ack(); err != nil {
 		*attrs = append(*attrs, slog.String("error", err.Error()))
 	}
-	return res.Outcome.String(), ""
+	return res.Outcome, ""
 }
 
 // reject records a rejection, then terminates the message. When the record
 // cannot be written the message is nak'd, so it is never dropped unrecorded.
-func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, r store.Rejection, attrs *[]slog.Attr) (string, evidence.Reason) {
+func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, r store.Rejection, attrs *[]slog.Attr) (evidence.Outcome, evidence.Reason) {
 	*attrs = append(*attrs, slog.String("detail", r.Detail))
 	if err := w.ing.Reject(ctx, r); err != nil {
 		*attrs = append(*attrs, slog.String("error", err.Error()))
 		w.nak(msg, meta)
-		return "retried", ""
+		return evidence.Retried, ""
 	}
 	w.term(msg, r.Reason)
-	return "rejected", r.Reason
+	return evidence.Rejected, r.Reason
+}
+
+// keyAttrs are the log attributes naming an event and its conversation. An
+// id no event may have (too long, not UTF-8, holding a NUL: the ids of an
+// event that failed to parse are whatever it held, message text included)
+// is logged as "(invalid)".
+func keyAttrs(eventID, userID, conversationID string) []slog.Attr {
+	return []slog.Attr{
+		slog.String("event_id", loggableID(eventID, evidence.MaxEventIDBytes)),
+		slog.String("user_id", loggableID(userID, evidence.MaxKeyBytes)),
+		slog.String("conversation_id", loggableID(conversationID, evidence.MaxKeyBytes)),
+	}
+}
+
+// loggableID returns id when an event may carry it (or it is empty), else
+// "(invalid)".
+func loggableID(id string, maxBytes int) string {
+	if len(id) > maxBytes || !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 {
+		return "(invalid)"
+	}
+	return id
 }
 
 // deleteFromStream removes a handled event from a stream that would keep

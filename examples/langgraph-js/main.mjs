@@ -23,9 +23,9 @@ import {
   mapChatMessagesToStoredMessages,
 } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
+import { connect } from "nats";
 import { z } from "zod";
-
-import { Recall, evidenceMessage } from "./recall.mjs";
+import { RecallClient } from "@recallhq/recall-client";
 
 // A chat model that answers from a script and remembers every prompt it was
 // given, so that the example can check what reached the model.
@@ -104,6 +104,13 @@ const turns = [
 
 const model = new ScriptedChatModel(turns.flatMap((t) => t.answers));
 
+// recall's evidence message as a LangChain message, or null. It is always
+// role "assistant", never "system": untrusted history, not instructions.
+function evidenceMessage(ev) {
+  if (!ev?.message) return null;
+  return new AIMessage({ content: ev.message.content });
+}
+
 // The model node: the system prompt, recall's evidence for the turns it
 // covers, then the messages it does not cover yet (from its cursor on).
 async function agent(state, config) {
@@ -143,21 +150,24 @@ function entries(ev) {
   return Object.entries(ev.buckets).flatMap(([bucket, es]) => es.map((e) => ({ bucket, ...e })));
 }
 
+// An entry of bucket quoting message: the whole message (the seed profile)
+// or one of its sentences (focus, the default), verbatim.
 function findEntry(ev, bucket, message) {
-  return ev.buckets[bucket].find((e) => e.message_id === message.id && e.excerpt === message.content.trim());
+  return ev.buckets[bucket].find((e) => e.message_id === message.id && e.excerpt !== "" && message.content.includes(e.excerpt));
 }
 
 async function main() {
-  const recall = new Recall({
-    apiURL: process.env.RECALL_API_URL,
-    natsURL: process.env.NATS_URL,
-    token: process.env.RECALL_TOKEN,
-  });
-  await recall.connect();
+  const { RECALL_API_URL, NATS_URL, RECALL_TOKEN } = process.env;
+  if (!RECALL_API_URL || !NATS_URL || !RECALL_TOKEN) {
+    throw new Error("set RECALL_API_URL, NATS_URL and RECALL_TOKEN (run `recall dev` and paste the export lines it prints)");
+  }
+  // Checkpoints go to JetStream; reads go to the API. Without a NATS
+  // connection the client publishes over HTTP (POST /v1/checkpoints).
+  const nc = await connect({ servers: NATS_URL, name: "recall langgraph-js example" });
   try {
-    await run(recall);
+    await run(new RecallClient({ url: RECALL_API_URL, token: RECALL_TOKEN, nats: nc }));
   } finally {
-    await recall.close();
+    await nc.drain();
   }
 }
 
@@ -193,10 +203,10 @@ async function run(recall) {
     const form = t % 2 === 0 ? "stored" : "constructor";
     const wire = form === "stored" ? mapChatMessagesToStoredMessages(messages) : messages;
     const eventId = `${threadId}/${snapshot.config.configurable.checkpoint_id}`;
-    const ack = await recall.publishSnapshot({ userId, conversationId: threadId, eventId, messages: wire });
+    const ack = await recall.publish(userId, threadId, wire, { eventId });
     console.log(
       `turn ${t + 1}: evidence read ${turn.noLag ? "with min_cursor" : "as is"} (cursor ${ev.cursor}, version ${ev.version}, lagging ${ev.lagging}); ` +
-        `published ${messages.length} messages in the ${form} form (seq ${ack.seq})`,
+        `published ${messages.length} messages in the ${form} form (seq ${ack.stream_seq})`,
     );
     const previous = published;
     published = { messages, newestUser: newestUser(messages), eventId, wire };
@@ -226,8 +236,9 @@ async function run(recall) {
   check(findEntry(ev, "constraints", rule), "the constraint is in constraints");
   check(findEntry(ev, "decisions", decision), "the decision is in decisions");
   check(findEntry(ev, "open_work", nextStep), "the assistant's next step is in open_work");
-  check(!ev.raw.includes(TOOL_MARK), "no tool output (content or artifact) in the evidence");
-  check(!ev.raw.includes(TOOL_CALL_PROSE), "no prose of an assistant message with tool calls in the evidence");
+  const raw = JSON.stringify(ev);
+  check(!raw.includes(TOOL_MARK), "no tool output (content or artifact) in the evidence");
+  check(!raw.includes(TOOL_CALL_PROSE), "no prose of an assistant message with tool calls in the evidence");
   check(entries(ev).every((e) => e.role === "user" || e.role === "assistant"), "entries are user or assistant");
   check(entries(ev).every((e) => e.index < last), "the current request is never summarised");
   check(ev.message?.role === "assistant", "the evidence message is an assistant message");
@@ -236,12 +247,7 @@ async function run(recall) {
 
   // At least once: republishing the same checkpoint is a duplicate for
   // JetStream and changes nothing.
-  const again = await recall.publishSnapshot({
-    userId,
-    conversationId: threadId,
-    eventId: published.eventId,
-    messages: published.wire,
-  });
+  const again = await recall.publish(userId, threadId, published.wire, { eventId: published.eventId });
   check(again.duplicate, "a republished checkpoint is a JetStream duplicate");
   const after = await recall.evidence(userId, threadId);
   check(after.version === ev.version && after.cursor === ev.cursor, "a duplicate changes nothing");

@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/testutil/natstest"
 	"github.com/recallhq/recall/internal/testutil/pgtest"
 )
@@ -28,6 +29,7 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 		DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", JWTSecret: secret,
 		Subject: defaultSubject, Stream: defaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
 		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
+		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
 	}
 	logger := slog.New(slog.DiscardHandler)
 	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
@@ -48,10 +50,21 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 	}
 	before := a.pool.Stat().AcquireCount()
 	var wg sync.WaitGroup
+	// Reads of every kind: evidence, search, context and rejections.
 	for i := range 100 {
 		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet,
-				fmt.Sprintf("http://%s/v1/users/u/conversations/c-%d/evidence", a.Addr, i), nil)
+			base := fmt.Sprintf("http://%s/v1/users/u/conversations/c-%d", a.Addr, i)
+			method, target, body := http.MethodGet, base+"/evidence", ""
+			switch i % 4 {
+			case 1:
+				method, target, body = http.MethodPost, base+"/evidence/search", `{"query":"the schema"}`
+			case 2:
+				method, target, body = http.MethodPost, base+"/context",
+					`{"messages":[{"id":"m0","role":"user","content":"Draft the schema."}],"budget":{"context_window":32768,"prompt":16000}}`
+			case 3:
+				target = base + "/rejections"
+			}
+			req, _ := http.NewRequestWithContext(context.Background(), method, target, strings.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+tok)
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -61,7 +74,7 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 			if res.StatusCode != http.StatusOK {
-				t.Errorf("status %d", res.StatusCode)
+				t.Errorf("%s %s: status %d", method, target, res.StatusCode)
 			}
 		})
 	}

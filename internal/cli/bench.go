@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("bench", "measure throughput, lag, cost per turn, reads and memory against the machine's Postgres and NATS", runBench)
+	register("bench", "measure throughput, lag, cost per turn, reads, memory and search against the machine's Postgres and NATS", runBench)
 }
 
 func runBench(ctx context.Context, env *Env, args []string) error {
@@ -40,6 +40,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: recall bench [flags]")
 		fmt.Fprintln(fs.Output())
+		fmt.Fprintln(fs.Output(), upperFirst(commands["bench"].summary)+".")
 		fmt.Fprintln(fs.Output(), "Runs each scenario beside its baseline in the same run and prints medians and ratios.")
 		fmt.Fprintln(fs.Output())
 		fs.VisitAll(func(f *flag.Flag) {
@@ -50,13 +51,12 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s\n", f.Name, name, usage)
 		})
 	}
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "recall bench: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
+	if err := noArgs(fs, positional); err != nil {
+		return err
 	}
 	cfg := &bench.Config{
 		DatabaseURL: *databaseURL,

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -62,11 +63,15 @@ func mainEnv(env *Env, args []string) int {
 		return 2
 	}
 	// The first SIGINT or SIGTERM cancels ctx: commands drain and return.
-	// A second one exits at once (§8).
+	// A second one exits at once.
 	ctx, stop := signalContext(context.Background())
 	defer stop()
 	if err := cmd.run(ctx, env, args[1:]); err != nil {
-		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) {
+			// -h asked for the usage, which was printed.
+			return 0
+		}
+		if errors.Is(err, errUsage) {
 			return 2
 		}
 		fmt.Fprintf(stderr, "recall %s: %v\n", args[0], err)
@@ -131,4 +136,72 @@ func signalContext(parent context.Context) (context.Context, func()) {
 		close(done)
 		cancel()
 	}
+}
+
+// newFlags returns the flag set of the command name. Its usage (-h, or a
+// bad flag) is the synopsis, the command's one-line description and only
+// its own flags.
+func newFlags(env *Env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("recall "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: recall %s [flags]", name)
+		if synopsis != "" {
+			fmt.Fprint(w, " "+synopsis)
+		}
+		fmt.Fprintf(w, "\n\n%s.\n", upperFirst(commands[name].summary))
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// parseArgs parses args with fs, taking flags before, between and after
+// positional arguments ("recall state USER CONV --format table"); "--"
+// ends the flags. It returns the positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := refuseSecretArgs(fs, args); err != nil {
+		return nil, err
+	}
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			// The flag package printed the problem and the usage.
+			return nil, errUsage
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// noArgs fails unless a command that takes no arguments got none.
+func noArgs(fs *flag.FlagSet, positional []string) error {
+	if len(positional) > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), positional[0])
+		fs.Usage()
+		return errUsage
+	}
+	return nil
 }

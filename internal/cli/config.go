@@ -14,11 +14,12 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/jobs"
 )
 
-// Defaults of the contract (§1).
+// Defaults of the configuration.
 const (
 	defaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/recall?sslmode=disable"
 	defaultNATSURL         = "nats://127.0.0.1:4222"
@@ -32,9 +33,13 @@ const (
 // flag whose default comes from an environment variable.
 type config struct {
 	DatabaseURL string
-	NATSURL     string
-	HTTPAddr    string
-	// JWTSecret is the read API's HS256 secret, from RECALL_JWT_SECRET or
+	// DatabaseURLSet says that DATABASE_URL or -database-url named the
+	// database explicitly (recall dev then fails when it does not answer,
+	// instead of starting a private cluster).
+	DatabaseURLSet bool
+	NATSURL        string
+	HTTPAddr       string
+	// JWTSecret is the HTTP API's HS256 secret, from RECALL_JWT_SECRET or
 	// the file JWTSecretFile names (never from a flag value, which any
 	// user on the machine could read with ps).
 	JWTSecret       string
@@ -56,66 +61,117 @@ type config struct {
 	// RejectionRetention is how long rejection rows and the tombstones of
 	// deleted conversations are kept.
 	RejectionRetention time.Duration
-	// APIMaxConns bounds the read API's own Postgres pool, apart from the
+	// APIMaxConns bounds the HTTP API's own Postgres pool, apart from the
 	// pool ingest and extraction use, so that reads never starve them.
 	APIMaxConns int
 	// MaxWaiters bounds the requests waiting for a state change at once.
 	MaxWaiters int
-	// APIReadTimeout bounds one read of the read API.
+	// APIReadTimeout bounds one read of the HTTP API.
 	APIReadTimeout time.Duration
+	// Profile names the evidence profile (focus or seed).
+	Profile string
+	// ArchiveMaxEntries bounds a conversation's archive (focus profile).
+	ArchiveMaxEntries int
 }
 
-// bind registers the shared flags on fs with defaults from the environment.
-func (c *config) bind(fs *flag.FlagSet, env *Env) {
-	str := func(p *string, name, envName, def, usage string) {
-		v := env.Getenv(envName)
-		if v == "" {
-			v = def
-		}
-		fs.StringVar(p, name, v, usage+" (env "+envName+")")
+// foldConfig returns the evidence profile and bounds c names.
+func (c *config) foldConfig() (*evidence.Config, error) {
+	p, err := evidence.ParseProfile(c.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("RECALL_EVIDENCE_PROFILE: %w", err)
 	}
-	dur := func(p *time.Duration, name, envName string, def time.Duration, usage string) {
-		v := def
+	if c.ArchiveMaxEntries < 1 {
+		return nil, fmt.Errorf("RECALL_ARCHIVE_MAX_ENTRIES must be at least 1, not %d", c.ArchiveMaxEntries)
+	}
+	return &evidence.Config{Profile: p, MaxArchiveEntries: c.ArchiveMaxEntries}, nil
+}
+
+// flagGroup selects the shared flags a command registers, so that its -h
+// lists only the flags it uses.
+type flagGroup uint
+
+const (
+	// flagsDB: -database-url.
+	flagsDB flagGroup = 1 << iota
+	// flagsNATS: -nats-url.
+	flagsNATS
+	// flagsStream: -subject, -stream.
+	flagsStream
+	// flagsAPI: -http-addr, -jwt-secret-file (and the refused -jwt-secret),
+	// -api-max-conns, -max-waiters, -api-read-timeout.
+	flagsAPI
+	// flagsLog: -log-format, -log-level.
+	flagsLog
+	// flagsWorker: -concurrency, -gap-timeout, -rejection-retention.
+	flagsWorker
+	// flagsLimits: -max-event-bytes.
+	flagsLimits
+	// flagsShutdown: -shutdown-timeout.
+	flagsShutdown
+	// flagsProfile: -evidence-profile, -archive-max-entries.
+	flagsProfile
+)
+
+// bind sets every field from the environment or its default, and registers
+// the flags of groups on fs, each with that value as its default.
+func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
+	str := func(g flagGroup, p *string, name, envName, def, usage string) {
+		*p = or(env.Getenv(envName), def)
+		if groups&g != 0 {
+			fs.StringVar(p, name, *p, usage+" (env "+envName+")")
+		}
+	}
+	dur := func(g flagGroup, p *time.Duration, name, envName string, def time.Duration, usage string) {
+		*p = def
 		if s := env.Getenv(envName); s != "" {
 			if d, err := time.ParseDuration(s); err == nil {
-				v = d
+				*p = d
 			} else {
 				fmt.Fprintf(env.Stderr, "recall: ignoring %s=%q: %v\n", envName, s, err)
 			}
 		}
-		fs.DurationVar(p, name, v, usage+" (env "+envName+")")
+		if groups&g != 0 {
+			fs.DurationVar(p, name, *p, usage+" (env "+envName+")")
+		}
 	}
-	num := func(p *int, name, envName string, def int, usage string) {
-		v := def
+	num := func(g flagGroup, p *int, name, envName string, def int, usage string) {
+		*p = def
 		if s := env.Getenv(envName); s != "" {
 			if n, err := strconv.Atoi(s); err == nil {
-				v = n
+				*p = n
 			} else {
 				fmt.Fprintf(env.Stderr, "recall: ignoring %s=%q: %v\n", envName, s, err)
 			}
 		}
-		fs.IntVar(p, name, v, usage+" (env "+envName+")")
+		if groups&g != 0 {
+			fs.IntVar(p, name, *p, usage+" (env "+envName+")")
+		}
 	}
 	c.DatabaseURL = or(env.Getenv("DATABASE_URL"), defaultDatabaseURL)
-	fs.Var(redactedFlag{&c.DatabaseURL, redact.ConnString}, "database-url", "Postgres URL; the database is created if missing (env DATABASE_URL)")
+	c.DatabaseURLSet = env.Getenv("DATABASE_URL") != ""
+	if groups&flagsDB != 0 {
+		fs.Var(redactedFlag{p: &c.DatabaseURL, set: &c.DatabaseURLSet, redact: redact.ConnString}, "database-url", "Postgres URL; the database is created if missing (env DATABASE_URL)")
+	}
 	c.NATSURL = or(env.Getenv("NATS_URL"), defaultNATSURL)
-	fs.Var(redactedFlag{&c.NATSURL, redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
-	str(&c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the read API listens on")
-	c.JWTSecret = env.Getenv("RECALL_JWT_SECRET")
-	str(&c.JWTSecretFile, "jwt-secret-file", "RECALL_JWT_SECRET_FILE", "", "file holding the HS256 secret of the read API's bearer tokens, instead of RECALL_JWT_SECRET")
-	fs.Var(refusedSecretFlag{}, "jwt-secret", "not accepted: a secret on the command line shows in ps; use RECALL_JWT_SECRET or -jwt-secret-file")
-	str(&c.Subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
-	str(&c.Stream, "stream", "RECALL_STREAM", defaultStream, "JetStream stream of checkpoint events (created if missing)")
-	dur(&c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
-	str(&c.LogFormat, "log-format", "RECALL_LOG_FORMAT", "text", "log format: text or json")
-	str(&c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
-	num(&c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
-	num(&c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
-	dur(&c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", 10*time.Second, "how long an append event with a gap is retried before it is rejected")
-	num(&c.APIMaxConns, "api-max-conns", "RECALL_API_MAX_CONNS", 8, "connections of the read API's own Postgres pool (apart from ingest's)")
-	num(&c.MaxWaiters, "max-waiters", "RECALL_MAX_WAITERS", api.DefaultMaxWaiters, "requests that may wait for a state change at once; more are answered 429")
-	dur(&c.APIReadTimeout, "api-read-timeout", "RECALL_API_READ_TIMEOUT", api.DefaultReadTimeout, "how long one read of the read API may take before it is answered 503")
-	dur(&c.RejectionRetention, "rejection-retention", "RECALL_REJECTION_RETENTION", jobs.DefaultRejectionRetention, "how long rejections and the tombstones of deleted conversations are kept")
+	if groups&flagsNATS != 0 {
+		fs.Var(redactedFlag{p: &c.NATSURL, redact: redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
+	}
+	str(flagsAPI, &c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the HTTP API listens on")
+	c.bindJWTSecret(fs, env, groups&flagsAPI != 0)
+	str(flagsStream, &c.Subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
+	str(flagsStream, &c.Stream, "stream", "RECALL_STREAM", defaultStream, "JetStream stream of checkpoint events (created if missing)")
+	dur(flagsShutdown, &c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
+	str(flagsLog, &c.LogFormat, "log-format", "RECALL_LOG_FORMAT", "text", "log format: text or json")
+	str(flagsLog, &c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	num(flagsWorker, &c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
+	num(flagsLimits, &c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
+	str(flagsProfile, &c.Profile, "evidence-profile", "RECALL_EVIDENCE_PROFILE", string(evidence.ProfileFocus), "evidence profile: focus (sentences, an archive, a view per request) or seed (the seed system's rules exactly)")
+	num(flagsProfile, &c.ArchiveMaxEntries, "archive-max-entries", "RECALL_ARCHIVE_MAX_ENTRIES", evidence.DefaultMaxArchiveEntries, "entries a conversation's archive keeps (focus profile); the oldest recent_context entries go first")
+	dur(flagsWorker, &c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", 10*time.Second, "how long an append event with a gap is retried before it is rejected")
+	dur(flagsWorker, &c.RejectionRetention, "rejection-retention", "RECALL_REJECTION_RETENTION", jobs.DefaultRejectionRetention, "how long rejections and the tombstones of deleted conversations are kept")
+	num(flagsAPI, &c.APIMaxConns, "api-max-conns", "RECALL_API_MAX_CONNS", 8, "connections of the HTTP API's own Postgres pool (apart from ingest's)")
+	num(flagsAPI, &c.MaxWaiters, "max-waiters", "RECALL_MAX_WAITERS", api.DefaultMaxWaiters, "requests that may wait for a state change at once; more are answered 429")
+	dur(flagsAPI, &c.APIReadTimeout, "api-read-timeout", "RECALL_API_READ_TIMEOUT", api.DefaultReadTimeout, "how long one read of the HTTP API may take before it is answered 503")
 }
 
 // logger builds the process logger: tint for people (colour on a
@@ -140,7 +196,7 @@ func (c *config) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("RECALL_LOG_FORMAT must be text or json, not %q", c.LogFormat)
 }
 
-// MinJWTSecretBytes is the shortest HS256 secret the read API accepts: a
+// MinJWTSecretBytes is the shortest HS256 secret the HTTP API accepts: a
 // shorter one falls to an offline brute force from any token it signed.
 const MinJWTSecretBytes = 32
 
@@ -149,7 +205,7 @@ const jwtSecretHint = "make one with `openssl rand -hex 32` and export it as REC
 	"(`recall dev` makes one for you)"
 
 // loadJWTSecret reads the secret from JWTSecretFile when it is set, and
-// checks it: the read API refuses to start without one of at least
+// checks it: the HTTP API refuses to start without one of at least
 // MinJWTSecretBytes bytes.
 func (c *config) loadJWTSecret() error {
 	if c.JWTSecretFile != "" {
@@ -160,12 +216,25 @@ func (c *config) loadJWTSecret() error {
 	}
 	switch n := len(c.JWTSecret); {
 	case n == 0:
-		return errors.New("RECALL_JWT_SECRET is not set: the read API needs the HS256 secret its bearer tokens are signed with; " + jwtSecretHint)
+		return errors.New("RECALL_JWT_SECRET is not set: the HTTP API needs the HS256 secret its bearer tokens are signed with; " + jwtSecretHint)
 	case n < MinJWTSecretBytes:
 		return fmt.Errorf("the JWT secret is %d bytes: it must be at least %d bytes, or anyone holding a token can find it offline; %s",
 			n, MinJWTSecretBytes, jwtSecretHint)
 	}
 	return nil
+}
+
+// bindJWTSecret sets JWTSecret from RECALL_JWT_SECRET and JWTSecretFile
+// from RECALL_JWT_SECRET_FILE, and, when withFlags, registers
+// -jwt-secret-file and the refused -jwt-secret on fs. Call loadJWTSecret
+// after parsing.
+func (c *config) bindJWTSecret(fs *flag.FlagSet, env *Env, withFlags bool) {
+	c.JWTSecret = env.Getenv("RECALL_JWT_SECRET")
+	c.JWTSecretFile = env.Getenv("RECALL_JWT_SECRET_FILE")
+	if withFlags {
+		fs.StringVar(&c.JWTSecretFile, "jwt-secret-file", c.JWTSecretFile, "file holding the HS256 secret of the HTTP API's bearer tokens, instead of RECALL_JWT_SECRET (env RECALL_JWT_SECRET_FILE)")
+		fs.Var(refusedSecretFlag{}, "jwt-secret", "not accepted: a secret on the command line shows in ps; use RECALL_JWT_SECRET or -jwt-secret-file")
+	}
 }
 
 // readSecretFile reads a secret from a file, without its final newline.
@@ -188,10 +257,35 @@ func (refusedSecretFlag) Set(string) error {
 	return errors.New("the secret is not accepted on the command line, where ps shows it: set RECALL_JWT_SECRET or -jwt-secret-file")
 }
 
+// refuseSecretArgs refuses -jwt-secret before the flag package parses it,
+// since the flag package would quote the value in its error.
+func refuseSecretArgs(fs *flag.FlagSet, args []string) error {
+	f := fs.Lookup("jwt-secret")
+	if f == nil {
+		return nil
+	}
+	if _, ok := f.Value.(refusedSecretFlag); !ok {
+		return nil
+	}
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "jwt-secret" {
+			fmt.Fprintf(fs.Output(), "flag -jwt-secret: %v\n", refusedSecretFlag{}.Set(""))
+			fs.Usage()
+			return errUsage
+		}
+	}
+	return nil
+}
+
 // redactedFlag is a string flag whose value is never printed as it is (in
 // -h output, say): secrets are hidden and URLs lose their passwords.
 type redactedFlag struct {
 	p      *string
+	set    *bool // when not nil, set to true by Set
 	redact func(string) string
 }
 
@@ -202,4 +296,10 @@ func (f redactedFlag) String() string {
 	return f.redact(*f.p)
 }
 
-func (f redactedFlag) Set(s string) error { *f.p = s; return nil }
+func (f redactedFlag) Set(s string) error {
+	*f.p = s
+	if f.set != nil {
+		*f.set = true
+	}
+	return nil
+}

@@ -11,10 +11,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats-server/v2/server"
@@ -22,21 +22,34 @@ import (
 	"github.com/recallhq/recall/internal/devpg"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/internal/redact"
+	"github.com/recallhq/recall/internal/token"
 )
 
 func init() {
 	register("dev", "everything on one machine with no set-up: in-process NATS, Postgres found or started, worker and API", runDev)
 }
 
+// devGroups are the shared flags of recall dev: everything but -nats-url
+// (dev runs its own NATS).
+const devGroups = flagsDB | flagsStream | flagsAPI | flagsLog | flagsWorker | flagsLimits | flagsShutdown | flagsProfile
+
 func runDev(ctx context.Context, env *Env, args []string) error {
 	var cfg config
-	fs := flag.NewFlagSet("recall dev", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	cfg.bind(fs, env)
-	dataDir := fs.String("data-dir", or(env.Getenv("RECALL_DEV_DIR"), ".recall-dev"), "folder for the dev NATS store, the private Postgres cluster and the JWT secret (env RECALL_DEV_DIR)")
-	natsPort := fs.Int("nats-port", 4222, "port of the in-process NATS server; a free one is used when it is taken")
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags(env, "dev", "")
+	cfg.bind(fs, env, devGroups)
+	dataDir := fs.String("data-dir", or(env.Getenv("RECALL_DEV_DIR"), ".recall-dev"), "folder for the dev NATS store, the private Postgres cluster, the JWT secret and the NATS port (env RECALL_DEV_DIR)")
+	natsPort := fs.Int("nats-port", 4222, "port of the in-process NATS server; by default the port of the last run (kept in the data folder), else 4222, else a free one")
+	pgMode := fs.String("postgres", or(env.Getenv("RECALL_DEV_POSTGRES"), "auto"),
+		"auto: DATABASE_URL when set (it must answer), else the default URL when it answers, else a private cluster in the data folder; private: always the private cluster (env RECALL_DEV_POSTGRES)")
+	positional, err := parseArgs(fs, args)
+	if err != nil {
 		return err
+	}
+	if err := noArgs(fs, positional); err != nil {
+		return err
+	}
+	if *pgMode != "auto" && *pgMode != "private" {
+		return fmt.Errorf("-postgres must be auto or private, not %q", *pgMode)
 	}
 	httpSet, natsSet := env.Getenv("RECALL_HTTP_ADDR") != "", false
 	fs.Visit(func(f *flag.Flag) {
@@ -57,19 +70,33 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 
 	// Postgres: DATABASE_URL when it answers, else a private cluster.
 	var cluster *devpg.Cluster
-	if err := pingPostgres(ctx, cfg.DatabaseURL); err != nil {
-		if !unreachable(err) {
-			return fmt.Errorf("Postgres at %s answered with an error: %w", redact.ConnString(cfg.DatabaseURL), err)
+	usePrivate := *pgMode == "private"
+	if !usePrivate {
+		if err := pingPostgres(ctx, cfg.DatabaseURL); err != nil {
+			switch {
+			case !unreachable(err):
+				return fmt.Errorf("Postgres at %s answered with an error: %w", redact.ConnString(cfg.DatabaseURL), err)
+			case cfg.DatabaseURLSet:
+				// A URL the user chose is not silently replaced.
+				return fmt.Errorf("no Postgres answers at %s, the DATABASE_URL you set: %w "+
+					"(start that server, fix the URL, or unset DATABASE_URL to let recall dev use a private cluster)", redact.ConnString(cfg.DatabaseURL), err)
+			}
+			usePrivate = true
 		}
+	}
+	if usePrivate {
 		bin, ferr := devpg.Find()
 		if ferr != nil {
-			return fmt.Errorf("no Postgres answers at %s, and recall cannot start one: %w", redact.ConnString(cfg.DatabaseURL), ferr)
+			if *pgMode == "private" {
+				return fmt.Errorf("cannot start a private Postgres: %w", ferr)
+			}
+			return fmt.Errorf("no Postgres answers at %s, and recall dev cannot start one: %w", redact.ConnString(cfg.DatabaseURL), ferr)
 		}
 		cluster, err = devpg.New(bin, filepath.Join(*dataDir, "postgres"))
 		if err != nil {
 			return err
 		}
-		logger.InfoContext(ctx, "no Postgres answers; starting a private cluster", slog.String("dir", cluster.Dir))
+		logger.InfoContext(ctx, "starting a private Postgres cluster", slog.String("dir", cluster.Dir))
 		if err := cluster.Init(ctx); err != nil {
 			return fmt.Errorf("initialise the private Postgres cluster: %w", err)
 		}
@@ -90,8 +117,8 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 
 	// NATS JetStream, in process, with its store in the data folder.
 	port := *natsPort
-	if !natsSet && !portFree("127.0.0.1", port) {
-		port = -1
+	if !natsSet {
+		port = devNATSPort(*dataDir)
 	}
 	ns, err := server.NewServer(&server.Options{
 		ServerName: "recall-dev",
@@ -116,6 +143,13 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 		ns.WaitForShutdown()
 	}()
 	cfg.NATSURL = ns.ClientURL()
+	if !natsSet {
+		// The next run takes the same port, so that pasted exports stay
+		// good across restarts.
+		if err := os.WriteFile(filepath.Join(*dataDir, natsPortFile), []byte(strconv.Itoa(ns.Addr().(*net.TCPAddr).Port)+"\n"), 0o644); err != nil {
+			logger.WarnContext(ctx, "cannot remember the NATS port", slog.String("error", err.Error()))
+		}
+	}
 
 	if cfg.JWTSecret == "" && cfg.JWTSecretFile == "" {
 		if cfg.JWTSecret, err = devSecret(*dataDir); err != nil {
@@ -158,14 +192,15 @@ func printDevBanner(env *Env, addr, natsURL, dbURL, dataDir, token string) {
 	fmt.Fprintf(w, "Publish a sample conversation turn by turn and read its evidence:\n\n")
 	fmt.Fprintf(w, "recall publish --example planning --turns --wait\n")
 	fmt.Fprintf(w, "curl -s -H \"Authorization: Bearer $RECALL_TOKEN\" \"$RECALL_API_URL/v1/users/demo-user/conversations/planning/evidence\"\n\n")
+	fmt.Fprintf(w, "A token for one user (what to give a user's own client): recall token USER --ttl 1h\n\n")
 }
 
 // devSecret returns the dev JWT secret kept in the data folder, making one
 // the first time.
 func devSecret(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, "jwt-secret")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), nil
+	path := filepath.Join(dataDir, devSecretFile)
+	if secret, err := readDevSecret(dataDir); err == nil {
+		return secret, nil
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -178,16 +213,45 @@ func devSecret(dataDir string) (string, error) {
 	return secret, nil
 }
 
+// devSecretFile, in the data folder, holds the dev JWT secret.
+const devSecretFile = "jwt-secret"
+
+// readDevSecret returns the JWT secret recall dev keeps in dataDir.
+func readDevSecret(dataDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, devSecretFile))
+	if err != nil {
+		return "", err
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("%s is empty", filepath.Join(dataDir, devSecretFile))
+	}
+	return secret, nil
+}
+
 // serviceToken signs an HS256 token whose scope acts for any user.
 func serviceToken(secret string, ttl time.Duration) (string, error) {
-	now := time.Now()
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub":   "recall-dev",
-		"scope": "recall:service",
-		"iat":   now.Unix(),
-		"exp":   now.Add(ttl).Unix(),
-	})
-	return t.SignedString([]byte(secret))
+	return token.Sign([]byte(secret), "recall-dev", ttl, &token.Options{Service: true})
+}
+
+// natsPortFile, in the data folder, holds the port of the last run's NATS.
+const natsPortFile = "nats-port"
+
+// devNATSPort chooses the in-process NATS server's port: the last run's
+// when it is free, else 4222 when it is free, else any free port (-1).
+func devNATSPort(dataDir string) int {
+	candidates := []int{4222}
+	if b, err := os.ReadFile(filepath.Join(dataDir, natsPortFile)); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 65536 {
+			candidates = []int{p, 4222}
+		}
+	}
+	for _, p := range candidates {
+		if portFree("127.0.0.1", p) {
+			return p
+		}
+	}
+	return -1
 }
 
 func pingPostgres(ctx context.Context, dbURL string) error {

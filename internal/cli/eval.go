@@ -4,117 +4,112 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/recallhq/recall/eval"
+	"github.com/recallhq/recall/evidence"
 )
 
 func init() {
-	register("eval", "measures evidence quality on fixture conversations (retention, leakage, budget)", runEval)
+	register("eval", "measure evidence quality on fixture conversations (retention, leakage, budget)", runEval)
 }
 
-// runEval is "recall eval [flags] [DIR]": it replays the fixtures of DIR
-// (default: the fixtures built into recall) turn by turn through the fold
-// and prints the scores. It fails when anything leaks, a message breaks its
-// bound or shape, or retention is below --min-retention.
+// runEval is "recall eval [flags] [DIR]": it replays the fixtures turn by
+// turn through the fold of each profile and prints the scores side by side:
+// the held-out set's first, then the development set's (with DIR, the
+// fixtures of DIR as one set). It fails when anything leaks, a message
+// breaks its bound or shape, or a figure of the chosen profile on the first
+// set is below its --min-… flag.
 func runEval(_ context.Context, env *Env, args []string) error {
-	flags := flag.NewFlagSet("recall eval", flag.ContinueOnError)
-	flags.SetOutput(env.Stderr)
-	asJSON := flags.Bool("json", false, "print the report as JSON")
-	verbose := flags.Bool("v", false, "list every required fact, not only the lost ones")
-	minRetention := flags.Float64("min-retention", 0, "fail when total retention (0..1) is below this")
-	var experiments listFlag
-	flags.Var(&experiments, "experiment", "turn on an experiment of the fold (repeatable or comma-separated; \"list\" lists them)")
-	flags.Usage = func() {
-		fmt.Fprintln(env.Stderr, "Usage: recall eval [flags] [DIR]")
-		fmt.Fprintln(env.Stderr, "\nReplays the fixture conversations of DIR (default: those built into recall) through the fold.")
-		flags.PrintDefaults()
-	}
-	// Flags may follow DIR.
-	var dir string
-	for {
-		if err := flags.Parse(args); err != nil {
-			return err
-		}
-		if flags.NArg() == 0 {
-			break
-		}
-		if dir != "" {
-			flags.Usage()
-			return errUsage
-		}
-		dir, args = flags.Arg(0), flags.Args()[1:]
-	}
-	if *minRetention < 0 || *minRetention > 1 {
-		return fmt.Errorf("--min-retention must be between 0 and 1, not %g", *minRetention)
-	}
-	if len(experiments) == 1 && experiments[0] == "list" {
-		for _, e := range eval.Experiments() {
-			fmt.Fprintf(env.Stdout, "%-22s %s\n", e.Name, e.Summary)
-		}
-		return nil
-	}
-	cfg, err := eval.ConfigFor(experiments)
+	flags := newFlags(env, "eval", "[DIR]")
+	asJSON := flags.Bool("json", false, `print the comparison as JSON: {"profiles": {"focus": {…}, "seed": {…}}}`)
+	verbose := flags.Bool("v", false, "list every required fact and probe, not only the lost ones")
+	profileName := flags.String("profile", "", "the profile whose per-fixture report is printed and whose figures the --min flags check: focus (default) or seed")
+	minRetention := flags.Float64("min-retention", 0, "fail when retention (0..1) is below this")
+	minLong := flags.Float64("min-long-retention", 0, "fail when retention over long conversations (0..1) is below this")
+	minProbe := flags.Float64("min-probe-recall", 0, "fail when probe recall (0..1) is below this")
+	positional, err := parseArgs(flags, args)
 	if err != nil {
 		return err
 	}
-	fixtures := eval.Fixtures()
+	var dir string
+	switch len(positional) {
+	case 0:
+	case 1:
+		dir = positional[0]
+	default:
+		fmt.Fprintf(env.Stderr, "recall eval: at most one DIR, got %d arguments\n", len(positional))
+		flags.Usage()
+		return errUsage
+	}
+	for name, v := range map[string]float64{"--min-retention": *minRetention, "--min-long-retention": *minLong, "--min-probe-recall": *minProbe} {
+		if v < 0 || v > 1 {
+			return fmt.Errorf("%s must be between 0 and 1, not %g", name, v)
+		}
+	}
+	profile, err := evidence.ParseProfile(*profileName)
+	if err != nil {
+		return err
+	}
+	var heldOut, dev []eval.Fixture
 	if dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%s is not a directory of fixtures", dir)
 		}
-		fixtures = os.DirFS(dir)
+		if heldOut, err = eval.Load(os.DirFS(dir)); err != nil {
+			return err
+		}
+	} else {
+		if heldOut, err = eval.Load(eval.HeldOutFixtures()); err != nil {
+			return err
+		}
+		if dev, err = eval.Load(eval.DevFixtures()); err != nil {
+			return err
+		}
 	}
-	list, err := eval.Load(fixtures)
-	if err != nil {
-		return err
-	}
-	report, err := eval.Run(list, eval.Options{Config: cfg, Experiments: experiments})
+	c, err := eval.Compare(heldOut, dev)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+		if err := enc.Encode(c); err != nil {
 			return err
 		}
-	} else if err := report.WriteTable(env.Stdout, *verbose); err != nil {
+	} else if err := c.WriteTable(env.Stdout, profile, *verbose); err != nil {
 		return err
 	}
-	t := &report.Total
 	var failures []string
-	if t.Leakage > 0 {
-		failures = append(failures, fmt.Sprintf("leakage %d: forbidden strings found in the evidence", t.Leakage))
+	for _, p := range eval.Profiles {
+		for _, s := range []*eval.Summary{&c.Profiles[p].Summary, c.Profiles[p].Development} {
+			if s == nil {
+				continue
+			}
+			if s.Leakage > 0 {
+				failures = append(failures, fmt.Sprintf("%s: leakage %d: forbidden strings found in the evidence", p, s.Leakage))
+			}
+			if s.OverBudget > 0 || s.Invalid > 0 {
+				failures = append(failures, fmt.Sprintf("%s: %d messages over budget, %d invalid", p, s.OverBudget, s.Invalid))
+			}
+			if s.Inconsistent > 0 {
+				failures = append(failures, fmt.Sprintf("%s: %d conversations whose turn-by-turn state differs from a whole fold", p, s.Inconsistent))
+			}
+		}
 	}
-	if t.BudgetViolations > 0 || t.InvalidMessages > 0 {
-		failures = append(failures, fmt.Sprintf("%d messages over budget, %d invalid", t.BudgetViolations, t.InvalidMessages))
-	}
-	if t.Inconsistent > 0 {
-		failures = append(failures, fmt.Sprintf("%d conversations whose turn-by-turn state differs from a whole fold", t.Inconsistent))
-	}
-	if t.Retention < *minRetention {
-		failures = append(failures, fmt.Sprintf("retention %.3f is below --min-retention %.3f", t.Retention, *minRetention))
+	s := &c.Profiles[profile].Summary
+	for _, m := range []struct {
+		name      string
+		got, want float64
+	}{{"retention", s.Retention, *minRetention}, {"long retention", s.LongRetention, *minLong}, {"probe recall", s.ProbeRecall, *minProbe}} {
+		if m.got < m.want {
+			failures = append(failures, fmt.Sprintf("%s: %s %.3f is below %.3f", profile, m.name, m.got, m.want))
+		}
 	}
 	if len(failures) > 0 {
 		return errors.New(strings.Join(failures, "; "))
-	}
-	return nil
-}
-
-// listFlag collects repeated, comma-separated values.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
 	}
 	return nil
 }

@@ -17,13 +17,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
 	"github.com/recallhq/recall/internal/redact"
+	"github.com/recallhq/recall/internal/token"
 	"github.com/recallhq/recall/publisher"
 )
 
@@ -55,11 +55,13 @@ type publishFlags struct {
 
 const publishUsage = `Usage: recall publish [flags] [FILE]
 
-Publishes a checkpoint event to NATS JetStream and prints where the stream
-stored it. FILE (or standard input when FILE is absent or "-") holds either
+Publish a checkpoint event from a JSON file or stdin.
+
+Publishes to NATS JetStream and prints where the stream stored it. FILE (or
+standard input when FILE is absent or "-") holds either
   - a full event: {"schema":"recall.checkpoint.v1","event_id",...}, or
   - a conversation: {"user_id","conversation_id","messages":[...]}, published
-    as a snapshot of the whole history (see shared/corpus), or
+    as a snapshot of the whole history (examples/conversations has two), or
   - a bare list of messages, with --user and --conversation.
 The event id is the event's own, --event-id, or a random one; it is also the
 Nats-Msg-Id header. The command waits for the JetStream ack and exits non-zero
@@ -84,7 +86,7 @@ func (f *publishFlags) bind(fs *flag.FlagSet, env *Env) {
 		fs.StringVar(p, name, v, usage+" (env "+envName+")")
 	}
 	f.natsURL = or(env.Getenv("NATS_URL"), defaultNATSURL)
-	fs.Var(redactedFlag{&f.natsURL, redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
+	fs.Var(redactedFlag{p: &f.natsURL, redact: redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
 	str(&f.subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
 	str(&f.apiURL, "api-url", "RECALL_API_URL", defaultAPIURL, "base URL of recall's read API, for --wait")
 	// Secrets are read from the environment after parsing, so that -h
@@ -105,14 +107,14 @@ func (f *publishFlags) bind(fs *flag.FlagSet, env *Env) {
 
 func runPublish(ctx context.Context, env *Env, args []string) error {
 	var f publishFlags
-	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "publish", "[FILE]")
 	fs.Usage = func() {
 		fmt.Fprint(env.Stderr, publishUsage)
 		fs.PrintDefaults()
 	}
 	f.bind(fs, env)
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
 	f.token = cmp.Or(f.token, env.Getenv("RECALL_TOKEN"))
@@ -128,11 +130,15 @@ func runPublish(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stderr, `Run "recall publish -h" for usage.`)
 		return errUsage
 	}
-	if fs.NArg() > 1 {
-		return usageErr("at most one FILE, got %d arguments", fs.NArg())
+	if len(positional) > 1 {
+		return usageErr("at most one FILE, got %d arguments", len(positional))
+	}
+	file := ""
+	if len(positional) == 1 {
+		file = positional[0]
 	}
 	switch {
-	case f.example != "" && fs.NArg() > 0:
+	case f.example != "" && file != "":
 		return usageErr("--example publishes a built-in conversation; drop FILE")
 	case f.offset < 0:
 		return usageErr("--offset must not be negative")
@@ -147,11 +153,10 @@ func runPublish(ctx context.Context, env *Env, args []string) error {
 	}
 
 	var data []byte
-	var err error
 	if f.example != "" {
 		data, err = exampleInput(f.example)
 	} else {
-		data, err = readPublishInput(env, fs.Arg(0))
+		data, err = readPublishInput(env, file)
 	}
 	if err != nil {
 		return err
@@ -210,7 +215,7 @@ func runPublish(ctx context.Context, env *Env, args []string) error {
 		}
 		fmt.Fprintln(out)
 		if f.wait && pe.event.Kind != evidence.KindDelete {
-			evidenceJSON, err = waitForEvidence(ctx, &f, token, in.userID, in.conversationID, pe.newestUser)
+			evidenceJSON, err = waitForEvidence(ctx, &f, token, in.userID, in.conversationID, pe.newestUser, ack.EventID)
 			if err != nil {
 				return fmt.Errorf("after event %d of %d: %w", i+1, len(events), err)
 			}
@@ -486,14 +491,8 @@ func (f *publishFlags) bearer(userID string, events int) (string, error) {
 	if f.token != "" || f.jwtSecret == "" {
 		return f.token, nil
 	}
-	now := time.Now()
 	ttl := time.Duration(events)*(f.waitTimeout+f.timeout) + time.Minute
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": userID,
-		"iat": now.Unix(),
-		"exp": now.Add(ttl).Unix(),
-	})
-	s, err := t.SignedString([]byte(f.jwtSecret))
+	s, err := token.Sign([]byte(f.jwtSecret), userID, ttl, nil)
 	if err != nil {
 		return "", fmt.Errorf("sign a read API token: %w", err)
 	}
@@ -503,15 +502,21 @@ func (f *publishFlags) bearer(userID string, events int) (string, error) {
 // errAPIRetry marks read API answers worth asking again.
 var errAPIRetry = errors.New("retry")
 
+// waitPoll is the longest wait of one evidence request of --wait: between
+// them the command asks whether the event was rejected.
+const waitPoll = time.Second
+
 // waitForEvidence polls the read API until the conversation's cursor
 // reaches minCursor or --wait-timeout passes, and returns the evidence JSON.
-func waitForEvidence(ctx context.Context, f *publishFlags, token, userID, conversationID string, minCursor int) ([]byte, error) {
+// It stops at once, naming the reason, when recall rejected the event.
+func waitForEvidence(ctx context.Context, f *publishFlags, token, userID, conversationID string, minCursor int, eventID string) ([]byte, error) {
 	if minCursor < 0 {
 		// No user message: nothing will be summarised; show the state.
 		minCursor = 0
 	}
 	base := strings.TrimRight(f.apiURL, "/")
-	endpoint := base + "/v1/users/" + url.PathEscape(userID) + "/conversations/" + url.PathEscape(conversationID) + "/evidence"
+	conversation := base + "/v1/users/" + url.PathEscape(userID) + "/conversations/" + url.PathEscape(conversationID)
+	endpoint := conversation + "/evidence"
 	deadline := time.Now().Add(f.waitTimeout)
 	client := &http.Client{}
 	var lastErr error
@@ -521,7 +526,7 @@ func waitForEvidence(ctx context.Context, f *publishFlags, token, userID, conver
 		if remaining <= 0 {
 			break
 		}
-		wait := min(5*time.Second, remaining)
+		wait := min(waitPoll, remaining)
 		secs := max(1, int(math.Ceil(wait.Seconds())))
 		q := url.Values{"min_cursor": {strconv.Itoa(minCursor)}, "wait": {strconv.Itoa(secs) + "s"}}
 		started := time.Now()
@@ -539,6 +544,9 @@ func waitForEvidence(ctx context.Context, f *publishFlags, token, userID, conver
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if err := rejected(ctx, client, conversation, token, eventID); err != nil {
+			return nil, err
+		}
 		// Do not spin on a server that answers at once.
 		if elapsed := time.Since(started); elapsed < 250*time.Millisecond {
 			select {
@@ -552,6 +560,49 @@ func waitForEvidence(ctx context.Context, f *publishFlags, token, userID, conver
 		return nil, fmt.Errorf("the read API at %s did not answer within %s: %w", redact.ConnString(base), f.waitTimeout, lastErr)
 	}
 	return nil, fmt.Errorf("the evidence cursor is %d, short of %d (the newest user message) after %s; is a worker running?", lastCursor, minCursor, f.waitTimeout)
+}
+
+// rejected asks the API whether recall recorded a rejection of the event,
+// and returns it as an error naming the reason. Any other answer (an older
+// recall without the route, a network error) is not a rejection: the wait
+// goes on.
+func rejected(ctx context.Context, client *http.Client, conversation, token, eventID string) error {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, conversation+"/rejections?"+url.Values{"event_id": {eventID}}.Encode(), nil)
+	if err != nil {
+		return nil
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Rejections []struct {
+			Reason string `json:"reason"`
+			Detail string `json:"detail"`
+		} `json:"rejections"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body) != nil || len(body.Rejections) == 0 {
+		return nil
+	}
+	r := body.Rejections[0]
+	return &rejectedError{eventID: eventID, reason: r.Reason, detail: r.Detail}
+}
+
+// rejectedError is an event recall rejected.
+type rejectedError struct{ eventID, reason, detail string }
+
+func (e *rejectedError) Error() string {
+	msg := fmt.Sprintf("recall rejected event %s: reason=%s (%s)", e.eventID, e.reason, e.detail)
+	if e.reason == string(evidence.ReasonDeleted) {
+		msg += "; the conversation was deleted, and a deleted conversation stays deleted: publish under a new conversation_id"
+	}
+	return msg
 }
 
 // getEvidence makes one read API request. Errors wrapping errAPIRetry are

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/riverqueue/river"
 
 	"github.com/recallhq/recall/api"
@@ -30,20 +30,23 @@ func init() {
 	register("worker", "consume checkpoint events from NATS and run extraction jobs", func(ctx context.Context, env *Env, args []string) error {
 		return runServe(ctx, env, "worker", args, roles{worker: true})
 	})
-	register("api", "serve the read API", func(ctx context.Context, env *Env, args []string) error {
+	register("api", "serve the HTTP API (reads, search, context, deletes and HTTP ingest)", func(ctx context.Context, env *Env, args []string) error {
 		return runServe(ctx, env, "api", args, roles{api: true})
 	})
-	register("run", "worker and read API in one process (the usual deployment)", func(ctx context.Context, env *Env, args []string) error {
+	register("run", "worker and HTTP API in one process (the usual deployment)", func(ctx context.Context, env *Env, args []string) error {
 		return runServe(ctx, env, "run", args, roles{worker: true, api: true})
 	})
 }
 
 func runMigrate(ctx context.Context, env *Env, args []string) error {
 	var cfg config
-	fs := flag.NewFlagSet("recall migrate", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	cfg.bind(fs, env)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags(env, "migrate", "")
+	cfg.bind(fs, env, flagsDB|flagsLog)
+	positional, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, positional); err != nil {
 		return err
 	}
 	logger, err := cfg.logger(env.Stderr)
@@ -60,13 +63,28 @@ func runMigrate(ctx context.Context, env *Env, args []string) error {
 // roles says which parts a process runs.
 type roles struct{ worker, api bool }
 
+// flags returns the flag groups of a process that runs r.
+func (r roles) flags() flagGroup {
+	g := flagsDB | flagsNATS | flagsStream | flagsLog | flagsLimits | flagsShutdown | flagsProfile
+	if r.worker {
+		g |= flagsWorker
+	}
+	if r.api {
+		g |= flagsAPI
+	}
+	return g
+}
+
 func runServe(ctx context.Context, env *Env, name string, args []string, r roles) error {
 	var cfg config
-	fs := flag.NewFlagSet("recall "+name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	cfg.bind(fs, env)
+	fs := newFlags(env, name, "")
+	cfg.bind(fs, env, r.flags())
 	noMigrate := fs.Bool("no-migrate", env.Getenv("RECALL_NO_MIGRATE") != "", "do not apply migrations at start (env RECALL_NO_MIGRATE)")
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, positional); err != nil {
 		return err
 	}
 	logger, err := cfg.logger(env.Stderr)
@@ -148,7 +166,11 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	enqueue := func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, userID, conversationID)
 	}
-	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue})
+	fold, err := cfg.foldConfig()
+	if err != nil {
+		return nil, err
+	}
+	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue, Fold: fold})
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +200,8 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if a.apiPool, err = newPool(ctx, cfg.DatabaseURL, "recall_api", int32(max(cfg.APIMaxConns, 1)), 0); err != nil {
 			return nil, err
 		}
-		apiStore, err := store.New(a.apiPool, &store.Config{Logger: logger})
+		// The API's store searches with the profile extraction uses.
+		apiStore, err := store.New(a.apiPool, &store.Config{Logger: logger, Fold: fold})
 		if err != nil {
 			return nil, err
 		}
@@ -190,6 +213,10 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err := a.listener.Start(context.WithoutCancel(ctx)); err != nil {
 			return nil, err
 		}
+		js, err := jetstream.New(a.nc)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
 		a.handler, err = api.New(apiStore, &api.Config{
 			JWTSecret:   []byte(cfg.JWTSecret),
 			Notifier:    a.listener,
@@ -198,6 +225,9 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			ReadTimeout: cfg.APIReadTimeout,
 			Metrics:     m,
 			Logger:      logger,
+			Publisher:   streamPublisher{js: js, subject: cfg.Subject, stream: cfg.Stream},
+			Limits:      evidence.Limits{MaxEventBytes: cfg.MaxEventBytes},
+			Rejections:  storeRejections{apiStore},
 		})
 		if err != nil {
 			return nil, err
@@ -249,6 +279,45 @@ func newPool(ctx context.Context, dbURL, appName string, maxConns, minMax int32)
 	return pool, nil
 }
 
+// streamPublisher publishes the API's checkpoint events to the stream the
+// workers consume.
+type streamPublisher struct {
+	js      jetstream.JetStream
+	subject string
+	stream  string
+}
+
+func (p streamPublisher) Publish(ctx context.Context, eventID string, data []byte) (uint64, bool, error) {
+	msg := nats.NewMsg(p.subject)
+	msg.Header.Set(jetstream.MsgIDHeader, eventID)
+	msg.Data = data
+	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(p.stream))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			err = fmt.Errorf("%w: %w", api.ErrNoStream, err)
+		}
+		return 0, false, err
+	}
+	return ack.Sequence, ack.Duplicate, nil
+}
+
+// storeRejections lists a conversation's rejections for the API, never
+// with their payloads.
+type storeRejections struct{ st *store.Store }
+
+func (s storeRejections) ConversationRejections(ctx context.Context, userID, conversationID, eventID string, limit int) ([]api.Rejection, error) {
+	rows, err := s.st.Rejections(ctx, store.RejectionFilter{UserID: userID, ConversationID: conversationID, EventID: eventID, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Rejection, len(rows))
+	for i, r := range rows {
+		out[i] = api.Rejection{ID: r.ID, Reason: r.Reason, Detail: r.Detail, EventID: r.EventID,
+			UserID: r.UserID, ConversationID: r.ConversationID, ReceivedAt: r.ReceivedAt}
+	}
+	return out, nil
+}
+
 // ready reports whether Postgres and NATS are reachable.
 func (a *app) ready(ctx context.Context) error {
 	if err := a.pool.Ping(ctx); err != nil {
@@ -260,7 +329,7 @@ func (a *app) ready(ctx context.Context) error {
 	return nil
 }
 
-// stop drains the process (§8): the API reports not ready and answers its
+// stop drains the process: the API reports not ready and answers its
 // waiters, the worker stops taking NATS messages and finishes (and
 // acknowledges) those in flight, running jobs get until the shutdown
 // timeout and are then cancelled (River retries them later), and the HTTP

@@ -26,7 +26,6 @@ func TestServeStartErrors(t *testing.T) {
 		{"run with a 31-byte secret", []string{"run"}, map[string]string{"RECALL_JWT_SECRET": strings.Repeat("k", 31)}, "at least 32 bytes"},
 		{"run with a weak secret file", []string{"run", "-jwt-secret-file", writeFile(t, "short\n")}, nil, "at least 32 bytes"},
 		{"run with a missing secret file", []string{"run", "-jwt-secret-file", filepath.Join(t.TempDir(), "none")}, nil, "read the JWT secret file"},
-		{"the secret as a flag value", []string{"run", "-jwt-secret", strings.Repeat("k", 64)}, nil, "RECALL_JWT_SECRET or -jwt-secret-file"},
 		// A good secret passes the check and the start goes on to Postgres.
 		{"run with a good secret file", []string{"run", "--no-migrate", "--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable",
 			"-jwt-secret-file", writeFile(t, strings.Repeat("ab", 32)+"\n")}, nil, "connect to Postgres"},
@@ -42,6 +41,15 @@ func TestServeStartErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), tt.wantErr)
 			}
 		})
+	}
+	// The secret as a flag value is refused while parsing, a usage error.
+	for _, name := range []string{"api", "run", "dev", "token"} {
+		var stdout, stderr bytes.Buffer
+		env := &Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+		code := mainEnv(env, []string{name, "-jwt-secret", strings.Repeat("k", 64)})
+		if code != 2 || !strings.Contains(stderr.String(), "RECALL_JWT_SECRET or -jwt-secret-file") || strings.Contains(stderr.String(), "kkkk") {
+			t.Errorf("recall %s -jwt-secret …: exit %d, stderr %q; want 2, a message naming RECALL_JWT_SECRET or -jwt-secret-file, and not the secret", name, code, stderr.String())
+		}
 	}
 }
 
@@ -60,6 +68,11 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		{"start error with a keyword/value DSN", []string{"worker", "--no-migrate"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x sslmode=disable"}},
 		{"migrate error with a keyword/value DSN", []string{"migrate"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x sslmode=disable"}},
 		{"start error with a URL", []string{"worker", "--no-migrate"}, map[string]string{"DATABASE_URL": "postgres://app:hunter2hunter2@127.0.0.1:1/x?sslmode=disable"}},
+		{"rejections error with a keyword/value DSN", []string{"rejections"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x sslmode=disable connect_timeout=2"}},
+		{"rejections -h with a keyword/value DSN", []string{"rejections", "-h"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x"}},
+		{"dev error with a keyword/value DSN", []string{"dev"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=app password=hunter2hunter2 dbname=x sslmode=disable connect_timeout=2",
+			"RECALL_DEV_DIR": t.TempDir()}},
+		{"api -h with a NATS token", []string{"api", "-h"}, map[string]string{"NATS_URL": "nats://hunter2hunter2@127.0.0.1:4222"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -17,28 +14,25 @@ import (
 )
 
 func init() {
-	register("state", "print a conversation's evidence from the database: recall state USER CONV", runState)
+	register("state", "print a conversation's evidence from the database", runState)
 }
 
 func runState(ctx context.Context, env *Env, args []string) error {
 	var cfg config
-	fs := flag.NewFlagSet("recall state", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	cfg.bind(fs, env)
+	fs := newFlags(env, "state", "USER_ID CONVERSATION_ID")
+	cfg.bind(fs, env, flagsDB)
 	format := fs.String("format", "json", "output: json (the read API's response) or table")
 	maxTokens := fs.Int("max-tokens", 0, "render the evidence message within this many estimated tokens (0: no limit)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "Usage: recall state [flags] USER_ID CONVERSATION_ID")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
+	if len(positional) != 2 {
+		fmt.Fprintf(env.Stderr, "recall state: want USER_ID and CONVERSATION_ID, got %d arguments\n", len(positional))
 		fs.Usage()
 		return errUsage
 	}
-	userID, convID := fs.Arg(0), fs.Arg(1)
+	userID, convID := positional[0], positional[1]
 	for _, k := range []struct{ name, v string }{{"USER_ID", userID}, {"CONVERSATION_ID", convID}} {
 		if err := evidence.ValidateKey(k.name, k.v); err != nil {
 			return err
@@ -47,15 +41,11 @@ func runState(ctx context.Context, env *Env, args []string) error {
 	if *format != "json" && *format != "table" {
 		return fmt.Errorf("-format must be json or table, not %q", *format)
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return fmt.Errorf("connect to Postgres: %w", err)
-	}
-	defer pool.Close()
-	st, err := store.New(pool, nil)
+	st, closeStore, err := openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
+	defer closeStore()
 	rec, err := st.Evidence(ctx, userID, convID)
 	if err != nil {
 		return err
@@ -69,13 +59,7 @@ func runState(ctx context.Context, env *Env, args []string) error {
 		doc = rec.AppendJSON(nil, false)
 	}
 	if *format == "json" {
-		var out bytes.Buffer
-		if err := json.Indent(&out, doc, "", "  "); err != nil {
-			return err
-		}
-		out.WriteByte('\n')
-		_, err := env.Stdout.Write(out.Bytes())
-		return err
+		return writeIndented(env.Stdout, doc)
 	}
 	s, err := rec.State()
 	if err != nil {
@@ -102,4 +86,19 @@ func printStateTable(w io.Writer, rec *evidence.Record, s *evidence.State) error
 		}
 	}
 	return tw.Flush()
+}
+
+// openStore connects a command that reads the database to it, and returns
+// the store and the function that closes its pool.
+func openStore(ctx context.Context, dbURL string) (*store.Store, func(), error) {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	st, err := store.New(pool, nil)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return st, pool.Close, nil
 }

@@ -34,6 +34,20 @@ type Metrics struct {
 	HTTPSeconds *prometheus.HistogramVec
 	// Waiters is the number of long-poll requests waiting for a cursor.
 	Waiters prometheus.Gauge
+	// ContextRequests counts context assemblies by outcome (assembled,
+	// budget_too_small, cannot_compact, invalid).
+	ContextRequests *prometheus.CounterVec
+	// ContextTokens is the estimated tokens of assembled prompts by part
+	// (system, tools, evidence, history, current, total).
+	ContextTokens *prometheus.HistogramVec
+	// ContextDroppedTurns counts history turns left out of assembled prompts.
+	ContextDroppedTurns prometheus.Counter
+	// ContextCompactedToolResults counts tool results compacted in assembled
+	// prompts.
+	ContextCompactedToolResults prometheus.Counter
+	// ContextEvidence counts assembled prompts by whether the evidence
+	// message was included (included, left_out, none).
+	ContextEvidence *prometheus.CounterVec
 }
 
 // New builds the collectors on a fresh registry with the Go and process
@@ -71,8 +85,25 @@ func New() *Metrics {
 		Waiters: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "recall_http_waiters", Help: "Long-poll requests waiting for a cursor.",
 		}),
+		ContextRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_context_requests_total", Help: "Context assemblies by outcome.",
+		}, []string{"outcome"}),
+		ContextTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "recall_context_estimated_tokens", Help: "Estimated tokens of assembled prompts by part.",
+			Buckets: prometheus.ExponentialBuckets(64, 2, 15),
+		}, []string{"part"}),
+		ContextDroppedTurns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "recall_context_dropped_turns_total", Help: "History turns left out of assembled prompts.",
+		}),
+		ContextCompactedToolResults: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "recall_context_compacted_tool_results_total", Help: "Tool results compacted in assembled prompts.",
+		}),
+		ContextEvidence: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "recall_context_evidence_total", Help: "Assembled prompts by whether the evidence message was included.",
+		}, []string{"evidence"}),
 	}
 	reg.MustRegister(m.Events, m.IngestSeconds, m.Extractions, m.ExtractionSeconds, m.SummarisedMessages,
-		m.StateLagSeconds, m.HTTPRequests, m.HTTPSeconds, m.Waiters)
+		m.StateLagSeconds, m.HTTPRequests, m.HTTPSeconds, m.Waiters,
+		m.ContextRequests, m.ContextTokens, m.ContextDroppedTurns, m.ContextCompactedToolResults, m.ContextEvidence)
 	return m
 }

@@ -1,8 +1,8 @@
 // Command fixturegen writes the long evaluation fixtures of eval/fixtures:
 // planning chats of hundreds of turns and coding sessions with heavy tool
-// traffic, in the contract's three message forms. Its output is
-// deterministic, so that the committed JSON files can be regenerated and
-// diffed:
+// traffic, in the contract's three message forms. Development fixtures go
+// to OUT/dev, held-out ones to OUT/heldout. Its output is deterministic, so
+// that the committed JSON files can be regenerated and diffed:
 //
 //	go run ./eval/internal/fixturegen -out eval/fixtures
 //
@@ -22,21 +22,42 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "eval/fixtures", "folder to write the fixtures to")
+	out := flag.String("out", "eval/fixtures", "folder of the fixture sets: development fixtures go to its dev/, held-out ones to its heldout/")
 	flag.Parse()
+	var all []*fixture
 	for _, f := range []*fixture{
 		migrationPlan(),
 		offsitePlan(),
 		productLaunch(),
 		codingRateLimit(),
 		codingLangChain(),
+		weddingIT(),
+		appRelease(),
+		b2bIntegration(),
+		shopMigrationZH(),
+		bakeryCampaign(),
+		houseMovePT(),
+		debugLatency(),
 	} {
+		f.set = devSet
+		all = append(all, f)
+	}
+	for _, f := range heldOut() {
+		f.set = heldOutSet
+		all = append(all, f)
+	}
+	for _, f := range all {
 		data, err := f.encode()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fixturegen:", f.name, err)
 			os.Exit(1)
 		}
-		if err := os.WriteFile(filepath.Join(*out, f.name+".json"), data, 0o644); err != nil {
+		dir := filepath.Join(*out, f.set)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "fixturegen:", err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.name+".json"), data, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "fixturegen:", err)
 			os.Exit(1)
 		}
@@ -64,14 +85,28 @@ type marker struct {
 	Where string `json:"where,omitempty"`
 }
 
+// The fixture sets, as folders under -out.
+const (
+	devSet     = "dev"
+	heldOutSet = "heldout"
+)
+
+type probe struct {
+	Request string   `json:"request"`
+	Facts   []string `json:"facts"`
+	Why     string   `json:"why,omitempty"`
+}
+
 type fixture struct {
 	name        string
+	set         string
 	description string
 	userID      string
 	convID      string
 	b           *builder
 	required    []fact
 	forbidden   []marker
+	probes      []probe
 }
 
 // builder appends messages in one form; channel messages (thinking, status,
@@ -293,7 +328,10 @@ func (f *fixture) encode() ([]byte, error) {
 	}
 	list("messages", f.b.msgs, false)
 	list("required", raws(f.required), false)
-	list("forbidden", raws(f.forbidden), true)
+	list("forbidden", raws(f.forbidden), len(f.probes) == 0)
+	if len(f.probes) > 0 {
+		list("probes", raws(f.probes), true)
+	}
 	buf.WriteString("}\n")
 	return buf.Bytes(), nil
 }

@@ -30,19 +30,25 @@ func (c *chat) run(turns int, script map[int]func()) {
 			continue
 		}
 		ex := c.filler.next()
-		vals := c.b.choose(c.slots)
-		c.b.user(fill(ex.user, vals))
-		if c.b.rnd.IntN(100) < 18 {
-			c.b.channel("thinking", c.thinking.next())
-		}
-		if ex.tool != nil {
-			c.b.tools("", ex.tool(c.b, vals))
-		}
-		if c.b.rnd.IntN(100) < 10 {
-			c.b.channel("status", c.status.next())
-		}
-		c.b.assistant(fill(ex.reply, vals) + c.closers.next())
+		c.play(ex, c.b.choose(c.slots))
 	}
+}
+
+// play adds one filler exchange with its values: the user message, maybe a
+// thinking message, the exchange's tool call, maybe a status message, and
+// the reply.
+func (c *chat) play(ex exchange, vals map[string]string) {
+	c.b.user(fill(ex.user, vals))
+	if c.b.rnd.IntN(100) < 18 {
+		c.b.channel("thinking", c.thinking.next())
+	}
+	if ex.tool != nil {
+		c.b.tools("", ex.tool(c.b, vals))
+	}
+	if c.b.rnd.IntN(100) < 10 {
+		c.b.channel("status", c.status.next())
+	}
+	c.b.assistant(fill(ex.reply, vals) + c.closers.next())
 }
 
 func migrationPlan() *fixture {
@@ -115,6 +121,18 @@ func migrationPlan() *fixture {
 		},
 	}
 	c.run(150, script)
+	// Late follow-ups that depend on the early facts without repeating
+	// them, appended so that the 150 turns above stay as they were.
+	followUps(b,
+		"Finance wants to pull some old CRM records in November. Will that still work?",
+		"Yes, the old CRM stays available read-only for 90 days after the cut-over, so November is covered if the CRM moves in August.",
+		"Could we put a standby replica in us-east-1, just for safety?",
+		"No, that would put customer data outside the EU. A standby in a second availability zone of eu-central-1 gives most of the safety.",
+		"Can we do the billing switch on a Wednesday afternoon instead? The team would prefer that.",
+		"I'd keep it at night: a Wednesday afternoon is inside business hours, when billing has to stay up, and the planned window is Saturday 01:00–05:00.",
+		"Who do I ask to approve the CRM freeze dates?",
+		"Priya Raman; she's the one who signs off on the freeze window.",
+	)
 	b.user("Please write the final cut-over checklist for billing.")
 	return &fixture{
 		name:        "long-migration-plan",
@@ -139,6 +157,13 @@ func migrationPlan() *fixture {
 			{Text: "Weighing whether the user", Why: "thinking"},
 			{Text: "double-check the managed service's backup", Why: "thinking"},
 			{Text: "Estimating copy throughput", Why: "status"},
+		},
+		probes: []probe{
+			{Request: "Finance wants to pull some old CRM records in November", Facts: []string{"keep the old Oracle CRM read-only for 90 days"}, Why: "the read-only period"},
+			{Request: "standby replica in us-east-1", Facts: []string{"Customer data may not leave the EU"}, Why: "data residency"},
+			{Request: "billing switch on a Wednesday afternoon", Facts: []string{"must not take the billing database offline during business hours", "between 01:00 and 05:00"}, Why: "the hard rule and the window"},
+			{Request: "Who do I ask to approve the CRM freeze dates?", Facts: []string{"Priya Raman signs off on the freeze window"}, Why: "the approver"},
+			{Request: "Please write the final cut-over checklist for billing.", Facts: []string{"we'll use logical replication for billing", "between 01:00 and 05:00"}, Why: "the method and the window"},
 		},
 	}
 }

@@ -69,6 +69,18 @@ func offsitePlan() *fixture {
 		},
 	}
 	c.run(300, script)
+	// Late follow-ups, appended so that the 300 turns above stay as they
+	// were.
+	followUps(b,
+		"The transfer company asks what kind of coaches to send. Anything special?",
+		"Yes: coaches with a wheelchair lift and space for two wheelchairs, for the airport transfers and the dinner outings.",
+		"Someone suggested a Saturday morning surf lesson as an add-on. OK?",
+		"I'd skip it: the offsite ends on Thursday, and a Saturday would keep people away over the weekend.",
+		"If Lisbon hotels get expensive, could we switch to Split? The Warsaw folks would fly via Vienna.",
+		"With a connection via Vienna the Warsaw group would travel well over three hours each way, so Split doesn't fit.",
+		"Who do I send the session proposals to?",
+		"To Kemal; he owns the agenda.",
+	)
 	b.user("Send me the final budget breakdown, please.")
 	return &fixture{
 		name:        "long-offsite-plan",
@@ -92,6 +104,13 @@ func offsitePlan() *fixture {
 			{Text: "fare-quote ", Why: "tool output"},
 			{Text: "User seems cost-sensitive", Why: "thinking"},
 			{Text: "Searching flights", Why: "status"},
+		},
+		probes: []probe{
+			{Request: "what kind of coaches to send", Facts: []string{"two colleagues use wheelchairs"}, Why: "accessible transfers"},
+			{Request: "Saturday morning surf lesson", Facts: []string{"People can't be away over a weekend"}, Why: "weekdays only"},
+			{Request: "could we switch to Split?", Facts: []string{"Nobody should fly more than three hours each way"}, Why: "the travel limit"},
+			{Request: "Who do I send the session proposals to?", Facts: []string{"Kemal owns the agenda"}, Why: "the agenda owner"},
+			{Request: "Send me the final budget breakdown", Facts: []string{"at most €48,000 all in"}, Why: "the cap"},
 		},
 	}
 }
@@ -197,6 +216,20 @@ func productLaunch() *fixture {
 		},
 	}
 	c.run(100, script)
+	// Late follow-ups, appended so that the 100 turns above stay as they
+	// were.
+	followUps(b,
+		"Can we say on the landing page that we're faster than Notion?",
+		"Better not: naming a competitor on the landing page is off the table. Say what Fieldnote does, e.g. \"opens a 500-page notebook in under a second\".",
+		"What should the yearly price say on the App Store listing?",
+		"€59 a year, the revised price; the monthly one stays €7.99.",
+		"When can the blog post go live on the day?",
+		"Not before 09:00 PT, which is 18:00 in Berlin.",
+		"What colour should the new banner use?",
+		"The teal scheme from round two, like the rest of the launch assets.",
+		"What's still on my plate before launch?",
+		"The podcast bookings with DevTalk and Shipping Weekly; both record about two weeks ahead.",
+	)
 	b.user("Write the launch-day timeline, hour by hour.")
 	return &fixture{
 		name:        "long-product-launch",
@@ -218,6 +251,14 @@ func productLaunch() *fixture {
 			{Text: "Check which assets are already approved", Why: "thinking"},
 			{Text: "Generating copy variants", Why: "status"},
 			{Text: "tone-score", Why: "tool output"},
+		},
+		probes: []probe{
+			{Request: "faster than Notion", Facts: []string{"we can't name any competitor in ads"}, Why: "the legal limit"},
+			{Request: "What should the yearly price say", Facts: []string{"the annual plan is €59 a year, not €69"}, Why: "the revised price, not the first"},
+			{Request: "When can the blog post go live on the day?", Facts: []string{"The press embargo lifts 09:00 PT on launch day"}, Why: "the embargo"},
+			{Request: "What colour should the new banner use?", Facts: []string{"the teal colour scheme from the second round"}, Why: "the design decision"},
+			{Request: "What's still on my plate before launch?", Facts: []string{"book the podcast slots with DevTalk and Shipping Weekly"}, Why: "the open task"},
+			{Request: "Write the launch-day timeline", Facts: []string{"Launch date is 3 March", "The press embargo lifts 09:00 PT"}, Why: "date and embargo"},
 		},
 	}
 }

@@ -7,6 +7,7 @@ package pipelinetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,8 +55,11 @@ type Bundle struct {
 	GapTimeout time.Duration
 	// AckWait is given to the workers; zero means the worker's default.
 	AckWait time.Duration
-	// CaptureLogs makes the workers' logs (warnings and above) readable
-	// with Logs as well as going to the test log.
+	// Logger, when set, is the workers' logger. Defaults to warnings and
+	// errors to t.Log.
+	Logger *slog.Logger
+	// CaptureLogs makes everything the workers log, at every level,
+	// readable with Logs, as well as going to Logger (or t.Log).
 	CaptureLogs bool
 	logMu       sync.Mutex
 	logs        strings.Builder
@@ -141,11 +145,14 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out io.Writer = testWriter{t}
-	if b.CaptureLogs {
-		out = io.MultiWriter(out, lockedWriter{&b.logMu, &b.logs})
+	logger := b.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if b.CaptureLogs {
+		capture := slog.NewTextHandler(lockedWriter{&b.logMu, &b.logs}, &slog.HandlerOptions{Level: slog.LevelDebug})
+		logger = slog.New(teeHandler{logger.Handler(), capture})
+	}
 	var rc *river.Client[pgx.Tx]
 	st, err := store.New(pool, &store.Config{Logger: logger, Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
 		return jobs.Enqueuer(rc)(ctx, tx, u, c)
@@ -293,7 +300,8 @@ func Oracle(t testing.TB, history []json.RawMessage) evidence.State {
 	return s
 }
 
-// RequireState compares a stored record with an oracle state, all but version.
+// RequireState compares a stored record with an oracle state, all but
+// version: the evidence and, in the focus profile, the view's priority order.
 func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
 	t.Helper()
 	got, err := rec.State()
@@ -305,13 +313,15 @@ func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
 		P evidence.Digest
 		O int
 		B evidence.Buckets
-	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets})
+		S []evidence.Shown
+	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets, got.Shown})
 	wj, _ := json.Marshal(struct {
 		C int
 		P evidence.Digest
 		O int
 		B evidence.Buckets
-	}{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets})
+		S []evidence.Shown
+	}{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets, want.Shown})
 	if string(gj) != string(wj) {
 		t.Fatalf("state differs from the oracle:\n got %s\nwant %s", gj, wj)
 	}
@@ -323,4 +333,29 @@ func Must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(fmt.Sprint(err))
 	}
+}
+
+// teeHandler sends each record to both of its handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.a.Enabled(ctx, l) || h.b.Enabled(ctx, l)
+}
+
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	var errs []error
+	for _, x := range []slog.Handler{h.a, h.b} {
+		if x.Enabled(ctx, r.Level) {
+			errs = append(errs, x.Handle(ctx, r.Clone()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (h teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{h.a.WithAttrs(as), h.b.WithAttrs(as)}
+}
+
+func (h teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }

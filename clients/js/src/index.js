@@ -1,0 +1,422 @@
+// recall client: publish conversation checkpoints to recall, over NATS
+// JetStream or HTTP, with the chain digests recall checks, and read the
+// evidence it keeps. See docs/protocol.md in the recall repository.
+
+import { createHash, createHmac, randomUUID } from "node:crypto";
+import canonicalize from "canonicalize";
+
+export const SCHEMA = "recall.checkpoint.v1";
+export const DEFAULT_SUBJECT = "recall.checkpoints";
+export const SERVICE_SCOPE = "recall:service";
+const MAX_KEY_BYTES = 256;
+const MAX_WAIT_SECONDS = 30;
+
+/** SHA-256 of the ASCII bytes "recall.v1": the chain digest of no messages. */
+export const CHAIN_START = createHash("sha256").update("recall.v1").digest();
+
+/** A message recall would reject as invalid. The text names the field, never the content. */
+export class MessageError extends Error {
+  constructor(index, field, problem) {
+    let where = index === undefined || index === null ? "message" : `message ${index}`;
+    if (field) where += `: field "${field}"`;
+    super(`${where}: ${problem}`);
+    this.name = "MessageError";
+    this.index = index;
+    this.field = field;
+    this.problem = problem;
+  }
+}
+
+/** An error answer of recall's API: status, code ("forbidden", "invalid", …) and message. */
+export class RecallError extends Error {
+  constructor(status, code, message) {
+    super(`recall answered ${status} ${code}: ${message}`);
+    this.name = "RecallError";
+    this.status = status;
+    this.code = code;
+    this.detail = message;
+  }
+}
+
+/**
+ * RFC 8785 canonical JSON (JCS) of value, as a string: members sorted by
+ * UTF-16 code units, numbers as ECMAScript writes them, minimal escapes.
+ */
+export function canonicalJSON(value) {
+  return canonicalize(value);
+}
+
+const ROLES = {
+  user: "user", human: "user",
+  assistant: "assistant", ai: "assistant",
+  system: "system", developer: "system",
+  tool: "tool", function: "tool",
+};
+const CLASSES = {
+  HumanMessage: "user",
+  AIMessage: "assistant",
+  SystemMessage: "system",
+  ToolMessage: "tool",
+  FunctionMessage: "tool",
+};
+
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+function roleOf(name, index) {
+  if (typeof name !== "string") throw new MessageError(index, "role", "must be a string");
+  const role = ROLES[name.toLowerCase()];
+  if (!role) throw new MessageError(index, "role", "must be one of user, assistant, system, tool (aliases human, ai)");
+  return role;
+}
+
+function classRole(cls, fields, index) {
+  if (cls.endsWith("Chunk")) cls = cls.slice(0, -"Chunk".length);
+  if (cls === "ChatMessage") return roleOf(fields.role, index);
+  const role = CLASSES[cls];
+  if (!role) throw new MessageError(index, "id", "names an unsupported message class");
+  return role;
+}
+
+function storedRole(kind, data, index) {
+  if (kind === "chat" || kind === "generic") return roleOf(data.role, index);
+  if (typeof kind !== "string") throw new MessageError(index, "type", "names an unsupported message type");
+  const base = kind.endsWith("Chunk") ? kind.slice(0, -"Chunk".length) : kind;
+  return ROLES[base.toLowerCase()] ?? classRole(kind, data, index);
+}
+
+function optString(fields, name, index) {
+  const v = fields[name];
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") throw new MessageError(index, name, "must be a string");
+  return v;
+}
+
+function contentParts(c, index) {
+  if (c === undefined || c === null || c === "") return [];
+  if (typeof c === "string") return [{ type: "text", text: c }];
+  if (Array.isArray(c)) return c;
+  throw new MessageError(index, "content", "must be a string or a list of parts");
+}
+
+// OpenAI's arguments: a string of JSON, parsed when it holds JSON.
+function parseArguments(s) {
+  const t = s.trim();
+  if (t === "") return s;
+  try {
+    return JSON.parse(t);
+  } catch {
+    return s;
+  }
+}
+
+function toolCalls(calls, index) {
+  if (calls === undefined || calls === null) return [];
+  if (!Array.isArray(calls)) throw new MessageError(index, "tool_calls", "must be a list");
+  return calls.map((c) => {
+    if (!isObject(c)) throw new MessageError(index, "tool_calls", "entries must be JSON objects");
+    if (isObject(c.function)) {
+      let args = "arguments" in c.function ? c.function.arguments : {};
+      if (typeof args === "string") args = parseArguments(args);
+      return { id: optString(c, "id", index), name: optString(c.function, "name", index), args };
+    }
+    // LangChain's args are kept as given.
+    return { id: optString(c, "id", index), name: optString(c, "name", index), args: "args" in c ? c.args : {} };
+  });
+}
+
+// The JSON a message is sent as: LangChain message objects become their
+// constructor form, undefined fields go.
+function asJSON(m) {
+  return JSON.parse(JSON.stringify(m));
+}
+
+function form(m, index) {
+  if (!isObject(m)) throw new MessageError(index, "", "must be a JSON object");
+  if ("role" in m) {
+    if (m.type !== undefined && m.type !== null && typeof m.type !== "string") {
+      throw new MessageError(index, "type", "must be a string");
+    }
+    return [m, roleOf(m.role, index), m.type || "chat"];
+  }
+  if ("lc" in m && m.type === "constructor") {
+    if (!isObject(m.kwargs)) throw new MessageError(index, "kwargs", "must be a JSON object");
+    const path = m.id;
+    if (!Array.isArray(path) || path.length === 0 || typeof path.at(-1) !== "string") {
+      throw new MessageError(index, "id", "must be a non-empty list of strings naming the message class");
+    }
+    return [m.kwargs, classRole(path.at(-1), m.kwargs, index), "chat"];
+  }
+  if (isObject(m.data)) return [m.data, storedRole(m.type, m.data, index), "chat"];
+  throw new MessageError(index, "role", "is required (or use a LangChain stored or constructor form)");
+}
+
+/**
+ * The normalised message whose canonical JSON is digested:
+ * {role, id, type, content, tool_calls, tool_call_id, artifact}.
+ */
+export function normalizeMessage(message, index) {
+  const [fields, role, type] = form(asJSON(message), index);
+  optString(fields, "name", index);
+  return {
+    role,
+    id: optString(fields, "id", index),
+    type,
+    content: contentParts(fields.content, index),
+    tool_calls: toolCalls(fields.tool_calls, index),
+    tool_call_id: optString(fields, "tool_call_id", index),
+    artifact: fields.artifact === undefined ? null : fields.artifact,
+  };
+}
+
+/** SHA-256 (a 32-byte Buffer) of the message's canonical normalised form. */
+export function messageDigest(message, index) {
+  return createHash("sha256").update(canonicalJSON(normalizeMessage(message, index)), "utf8").digest();
+}
+
+/** The chain digests c_0 … c_n (32-byte Buffers) over messages. */
+export function chain(messages) {
+  let c = CHAIN_START;
+  const out = [c];
+  messages.forEach((m, i) => {
+    c = createHash("sha256").update(c).update(messageDigest(m, i)).digest();
+    out.push(c);
+  });
+  return out;
+}
+
+/** The chain digest of messages as 64 lowercase hex characters: the prefix_digest of an append at offset messages.length. */
+export function prefixDigest(messages) {
+  return chain(messages).at(-1).toString("hex");
+}
+
+/** The index of the newest user message, -1 when there is none: the cursor recall reaches once it has processed the history. */
+export function newestUserIndex(messages) {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (form(asJSON(messages[i]), i)[1] === "user") return i;
+  }
+  return -1;
+}
+
+function validateKey(userId, conversationId) {
+  for (const [name, v] of [["user_id", userId], ["conversation_id", conversationId]]) {
+    if (typeof v !== "string" || v === "") throw new TypeError(`${name} must be a non-empty string`);
+    if (Buffer.byteLength(v, "utf8") > MAX_KEY_BYTES) throw new RangeError(`${name} is longer than ${MAX_KEY_BYTES} bytes`);
+    if (v.includes("\0")) throw new TypeError(`${name} must not contain NUL`);
+  }
+}
+
+const newEventId = () => randomUUID().replaceAll("-", "");
+
+function wireMessages(messages, offset) {
+  if (!Array.isArray(messages)) throw new TypeError("messages must be an array");
+  const out = messages.map(asJSON);
+  out.forEach((m, i) => normalizeMessage(m, offset + i)); // throws MessageError for what recall rejects
+  return out;
+}
+
+/** A snapshot event: the whole history (offset 0). */
+export function snapshotEvent(userId, conversationId, history, { eventId } = {}) {
+  validateKey(userId, conversationId);
+  return {
+    schema: SCHEMA, kind: "snapshot", event_id: eventId ?? newEventId(),
+    user_id: userId, conversation_id: conversationId,
+    offset: 0, prefix_digest: null, messages: wireMessages(history, 0),
+  };
+}
+
+/** An append event: history[offset:], with the chain digest of history[:offset]. history is the full history. */
+export function appendEvent(userId, conversationId, history, offset, { eventId, prefix } = {}) {
+  validateKey(userId, conversationId);
+  if (!Number.isInteger(offset) || offset < 0 || offset > history.length) {
+    throw new RangeError("offset must be an integer between 0 and history.length");
+  }
+  if (offset === 0) return snapshotEvent(userId, conversationId, history, { eventId });
+  return {
+    schema: SCHEMA, kind: "snapshot", event_id: eventId ?? newEventId(),
+    user_id: userId, conversation_id: conversationId,
+    offset, prefix_digest: prefix ?? prefixDigest(history.slice(0, offset)),
+    messages: wireMessages(history.slice(offset), offset),
+  };
+}
+
+/** A delete event: it deletes the conversation. */
+export function deleteEvent(userId, conversationId, { eventId } = {}) {
+  validateKey(userId, conversationId);
+  return { schema: SCHEMA, kind: "delete", event_id: eventId ?? newEventId(), user_id: userId, conversation_id: conversationId };
+}
+
+const b64url = (buf) => Buffer.from(buf).toString("base64url");
+
+/**
+ * An HS256 bearer token for user sub, valid ttlSeconds; service: true adds
+ * the recall:service scope (acts for any user). Sign on your backend only.
+ */
+export function signToken(secret, sub, { ttlSeconds = 3600, service = false } = {}) {
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { sub, iat: now, exp: now + ttlSeconds, ...(service ? { scope: SERVICE_SCOPE } : {}) };
+  const input = `${b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }))}.${b64url(JSON.stringify(claims))}`;
+  return `${input}.${b64url(createHmac("sha256", secret).update(input).digest())}`;
+}
+
+const seconds = (wait) => (wait === undefined || wait === null ? undefined : typeof wait === "number" ? `${wait}s` : wait);
+
+/**
+ * Publishes checkpoints and reads evidence. Events go over HTTP
+ * (POST /v1/checkpoints) unless a NATS connection is given, then over
+ * JetStream with Nats-Msg-Id = event_id. With mode "append", publish()
+ * sends only the messages added since the last event of the conversation
+ * when the earlier ones are unchanged (their chain digest proves it).
+ */
+export class RecallClient {
+  constructor({ url, token, nats, subject = DEFAULT_SUBJECT, mode = "snapshot", timeoutMs = 40_000, maxConversations = 10_000 } = {}) {
+    if (!url || !token) {
+      throw new Error("set url and token (RECALL_API_URL and RECALL_TOKEN: run `recall dev` and paste the export lines it prints)");
+    }
+    if (mode !== "snapshot" && mode !== "append") throw new RangeError('mode must be "snapshot" or "append"');
+    this.url = url.replace(/\/+$/, "");
+    this.token = token;
+    this.subject = subject;
+    this.mode = mode;
+    this.timeoutMs = timeoutMs;
+    this.maxConversations = maxConversations;
+    this.js = nats ? nats.jetstream() : null;
+    this.sent = new Map(); // key -> {length, digest}
+  }
+
+  async request(method, path, { body, query, timeoutMs } = {}) {
+    const url = new URL(this.url + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
+    const headers = { Authorization: `Bearer ${this.token}`, Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const resp = await fetch(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs ?? this.timeoutMs),
+    });
+    const text = await resp.text();
+    if (!resp.ok) {
+      let code = `http_${resp.status}`, message = resp.statusText;
+      try {
+        ({ code, message } = JSON.parse(text).error);
+      } catch {
+        // not recall's error body
+      }
+      throw new RecallError(resp.status, code, message);
+    }
+    return text ? JSON.parse(text) : null;
+  }
+
+  static conversationPath(userId, conversationId) {
+    validateKey(userId, conversationId);
+    return `/v1/users/${encodeURIComponent(userId)}/conversations/${encodeURIComponent(conversationId)}`;
+  }
+
+  /** Publishes an event and resolves to {stream_seq, duplicate} once the stream has acknowledged it. */
+  async publishEvent(event) {
+    if (!this.js) return this.request("POST", "/v1/checkpoints", { body: event });
+    const ack = await this.js.publish(this.subject, new TextEncoder().encode(JSON.stringify(event)), {
+      msgID: event.event_id,
+      timeout: 10_000,
+    });
+    return { stream_seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /**
+   * Publishes the conversation's whole current history (append-only, ending
+   * with the newest user message): a snapshot, or in append mode an append
+   * event when it can. Messages may be flat objects, LangChain messages, or
+   * LangChain's stored form, mixed.
+   */
+  async publish(userId, conversationId, history, { eventId } = {}) {
+    const key = JSON.stringify([userId, conversationId]);
+    let event, digests;
+    if (this.mode === "append") {
+      digests = chain(history);
+      const sent = this.sent.get(key);
+      if (sent && sent.length > 0 && sent.length <= history.length && digests[sent.length].equals(sent.digest)) {
+        event = appendEvent(userId, conversationId, history, sent.length, { eventId, prefix: sent.digest.toString("hex") });
+      }
+    }
+    event ??= snapshotEvent(userId, conversationId, history, { eventId });
+    const ack = await this.publishEvent(event);
+    if (this.mode === "append") {
+      this.sent.delete(key);
+      if (this.sent.size >= this.maxConversations) this.sent.delete(this.sent.keys().next().value);
+      this.sent.set(key, { length: history.length, digest: digests.at(-1) });
+    }
+    return { ...ack, event_id: event.event_id, offset: event.offset, sent: event.messages.length };
+  }
+
+  /** Publishes a delete event. */
+  async publishDelete(userId, conversationId, { eventId } = {}) {
+    this.forget(userId, conversationId);
+    return this.publishEvent(deleteEvent(userId, conversationId, { eventId }));
+  }
+
+  /** Makes the next publish of the conversation a full snapshot. */
+  forget(userId, conversationId) {
+    this.sent.delete(JSON.stringify([userId, conversationId]));
+  }
+
+  /**
+   * The conversation's evidence. With minCursor and wait (seconds, or a
+   * duration such as "2s"; at most 30 s) the answer waits until
+   * cursor >= minCursor and says lagging: true when the deadline came first.
+   */
+  async evidence(userId, conversationId, { minCursor, wait, maxTokens } = {}) {
+    const w = seconds(wait);
+    const timeoutMs = typeof wait === "number" ? Math.max(this.timeoutMs, wait * 1000 + 10_000) : undefined;
+    return this.request("GET", RecallClient.conversationPath(userId, conversationId) + "/evidence", {
+      query: { min_cursor: minCursor, wait: w, max_tokens: maxTokens },
+      timeoutMs,
+    });
+  }
+
+  /** Waits up to timeoutMs until the evidence's cursor reaches minCursor, and resolves to it. */
+  async waitFor(userId, conversationId, minCursor, { timeoutMs = 60_000, maxTokens } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = Math.max(0, Math.min(MAX_WAIT_SECONDS, (deadline - Date.now()) / 1000));
+      const ev = await this.evidence(userId, conversationId, { minCursor, wait: left, maxTokens });
+      if (ev.cursor >= minCursor) return ev;
+      if (Date.now() >= deadline) {
+        throw new Error(`the evidence cursor is ${ev.cursor}, short of ${minCursor}, after ${timeoutMs} ms; is a recall worker running?`);
+      }
+    }
+  }
+
+  /** The evidence selected for query instead of the current request (POST …/evidence/search). */
+  async search(userId, conversationId, query, { maxTokens } = {}) {
+    const body = { query, ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }) };
+    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/evidence/search", { body });
+  }
+
+  /** The bounded messages of the next model call (POST …/context). */
+  async context(userId, conversationId, messages, { system, tools, budget, evidence, minCursor, wait } = {}) {
+    const body = { messages: messages.map(asJSON) };
+    for (const [k, v] of [["system", system], ["tools", tools], ["budget", budget], ["evidence", evidence], ["min_cursor", minCursor], ["wait", seconds(wait)]]) {
+      if (v !== undefined) body[k] = v;
+    }
+    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/context", { body });
+  }
+
+  /** Deletes the conversation: its evidence and every copy of its messages recall holds. */
+  async delete(userId, conversationId) {
+    this.forget(userId, conversationId);
+    await this.request("DELETE", RecallClient.conversationPath(userId, conversationId));
+  }
+}
+
+/**
+ * The messages of the next prompt: the system message, recall's evidence
+ * message (role assistant: quoted history, not instructions) when there is
+ * one, then the history from the evidence's cursor on.
+ */
+export function buildPrompt(system, evidence, history) {
+  return [
+    ...(system ? [system] : []),
+    ...(evidence?.message ? [evidence.message] : []),
+    ...history.slice(evidence?.cursor ?? 0),
+  ];
+}

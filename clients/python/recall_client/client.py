@@ -1,0 +1,193 @@
+"""A client for recall's HTTP API, on the standard library alone."""
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from .digest import chain
+from .events import append_event, delete_event, snapshot_event, validate_key
+
+__all__ = ["Client", "RecallError"]
+
+MAX_WAIT = 30.0  # the longest wait one request may ask for
+
+
+class RecallError(Exception):
+    """An error answer of the API: status, code ("forbidden", "invalid", …)
+    and message."""
+
+    def __init__(self, status, code, message):
+        self.status, self.code, self.message = status, code, message
+        super().__init__("recall answered %d %s: %s" % (status, code, message))
+
+
+def _seconds(wait):
+    if wait is None:
+        return None
+    if isinstance(wait, str):
+        return wait
+    return "%gs" % float(wait)
+
+
+class Client:
+    """Publishes checkpoints and reads evidence over recall's HTTP API.
+
+    url is the API's base URL (RECALL_API_URL, e.g. http://127.0.0.1:8080);
+    token a bearer JWT (RECALL_TOKEN). With mode="append", publish() sends
+    only the messages added since the last event it published for the
+    conversation, when the earlier ones are unchanged (their chain digest
+    proves it); otherwise, and in the default mode="snapshot", every event
+    carries the whole history.
+    """
+
+    def __init__(self, url, token, timeout=40.0, mode="snapshot", max_conversations=10000):
+        if mode not in ("snapshot", "append"):
+            raise ValueError('mode must be "snapshot" or "append"')
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.mode = mode
+        self._max = max_conversations
+        self._sent = {}  # (user, conversation) -> (length, chain digest of that prefix)
+        self._lock = threading.Lock()
+
+    # HTTP
+
+    def _request(self, method, path, body=None, query=None, timeout=None):
+        url = self.url + path
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        data = None
+        headers = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+                raw = resp.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            code, message = "http_%d" % e.code, e.reason
+            try:
+                err = json.loads(raw)["error"]
+                code, message = err["code"], err["message"]
+            except (ValueError, KeyError, TypeError):
+                pass
+            raise RecallError(e.code, code, message) from None
+
+    @staticmethod
+    def _conversation_path(user_id, conversation_id):
+        validate_key(user_id, conversation_id)
+        q = lambda s: urllib.parse.quote(s, safe="")
+        return "/v1/users/%s/conversations/%s" % (q(user_id), q(conversation_id))
+
+    # Publishing
+
+    def publish_event(self, event):
+        """POSTs a checkpoint event to /v1/checkpoints and returns
+        {"stream_seq", "duplicate"} once the stream has acknowledged it.
+        Raises RecallError (code malformed, invalid, unsupported_schema,
+        too_large, forbidden, …) when recall refuses it."""
+        return self._request("POST", "/v1/checkpoints", body=event)
+
+    def publish(self, user_id, conversation_id, history, event_id=None):
+        """Publishes the conversation's whole current history (append-only,
+        ending with the newest user message), as a snapshot or, in append
+        mode, an append event. Returns the ack with the event's event_id,
+        offset and number of messages sent."""
+        key = (user_id, conversation_id)
+        history = list(history)
+        offset = 0
+        digests = None
+        if self.mode == "append":
+            # One pass over the history: its chain proves whether the prefix
+            # sent last time is unchanged.
+            digests = chain(history)
+            with self._lock:
+                sent = self._sent.get(key)
+            if sent is not None and 0 < sent[0] <= len(history) and digests[sent[0]] == sent[1]:
+                offset = sent[0]
+        if offset:
+            event = append_event(user_id, conversation_id, history, offset, event_id)
+        else:
+            event = snapshot_event(user_id, conversation_id, history, event_id)
+        ack = self.publish_event(event)
+        if self.mode == "append":
+            with self._lock:
+                self._sent.pop(key, None)
+                if len(self._sent) >= self._max:
+                    self._sent.pop(next(iter(self._sent)))
+                self._sent[key] = (len(history), digests[-1])
+        ack.update(event_id=event["event_id"], offset=offset, sent=len(event["messages"]))
+        return ack
+
+    def publish_delete(self, user_id, conversation_id, event_id=None):
+        """Publishes a delete event (the stream's way of deleting)."""
+        with self._lock:
+            self._sent.pop((user_id, conversation_id), None)
+        return self.publish_event(delete_event(user_id, conversation_id, event_id))
+
+    def forget(self, user_id, conversation_id):
+        """Makes the next publish of the conversation a full snapshot."""
+        with self._lock:
+            self._sent.pop((user_id, conversation_id), None)
+
+    # Reading
+
+    def evidence(self, user_id, conversation_id, min_cursor=None, wait=None, max_tokens=None):
+        """Returns the conversation's evidence (GET …/evidence). With
+        min_cursor and wait (seconds, or a duration such as "2s", at most 30 s)
+        the answer waits until cursor >= min_cursor, and says "lagging": true
+        when the deadline came first."""
+        path = self._conversation_path(user_id, conversation_id) + "/evidence"
+        query = {"min_cursor": min_cursor, "wait": _seconds(wait), "max_tokens": max_tokens}
+        timeout = self.timeout
+        if wait is not None and not isinstance(wait, str):
+            timeout = max(timeout, float(wait) + 10)
+        return self._request("GET", path, query=query, timeout=timeout)
+
+    def wait_for(self, user_id, conversation_id, min_cursor, timeout=60.0, max_tokens=None):
+        """Waits up to timeout seconds until the evidence's cursor reaches
+        min_cursor and returns it; raises TimeoutError with the last cursor
+        otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            ev = self.evidence(user_id, conversation_id, min_cursor=min_cursor,
+                               wait=max(0.0, min(MAX_WAIT, left)), max_tokens=max_tokens)
+            if ev["cursor"] >= min_cursor:
+                return ev
+            if time.monotonic() >= deadline:
+                raise TimeoutError("the evidence cursor is %d, short of %d, after %gs; is a recall worker running?"
+                                   % (ev["cursor"], min_cursor, timeout))
+
+    def search(self, user_id, conversation_id, query, max_tokens=None):
+        """Returns the evidence selected for query instead of the current
+        request (POST …/evidence/search): the same shape as evidence()."""
+        body = {"query": query}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        return self._request("POST", self._conversation_path(user_id, conversation_id) + "/evidence/search", body=body)
+
+    def context(self, user_id, conversation_id, messages, system=None, tools=None, budget=None,
+                evidence=None, min_cursor=None, wait=None):
+        """Returns the bounded messages of the next model call (POST …/context):
+        {"messages", "estimated_tokens", "limit", "dropped_turns",
+        "compacted_tool_results", "evidence"}."""
+        body = {"messages": list(messages)}
+        for k, v in (("system", system), ("tools", tools), ("budget", budget), ("evidence", evidence),
+                     ("min_cursor", min_cursor), ("wait", _seconds(wait))):
+            if v is not None:
+                body[k] = v
+        return self._request("POST", self._conversation_path(user_id, conversation_id) + "/context", body=body)
+
+    def delete(self, user_id, conversation_id):
+        """Deletes the conversation: its evidence and every copy of its
+        messages recall holds. Later events for it are rejected as deleted."""
+        self.forget(user_id, conversation_id)
+        self._request("DELETE", self._conversation_path(user_id, conversation_id))

@@ -1,0 +1,455 @@
+package evidence
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tier ranks an archive entry by who wrote it and what it says. The focus
+// view draws on the tiers in this order; within a tier, entries that name
+// more specific things (Item.Weight) come first.
+type Tier int
+
+const (
+	// TierUserKey: the user's constraints and decisions, and corrections
+	// ("actually, make it 150").
+	TierUserKey Tier = iota
+	// TierUserFact: the user's open work, and statements that name
+	// something specific (a number, a name, a day), such as "The venue holds
+	// 120 people."
+	TierUserFact
+	// TierUserStatement: the user's other statements (neither questions,
+	// requests nor acknowledgements).
+	TierUserStatement
+	// TierAssistantRule: the assistant's constraints, decisions and open
+	// work.
+	TierAssistantRule
+	// TierContext: everything else.
+	TierContext
+)
+
+// Item is one entry of a conversation's archive: an entry with what the
+// focus view ranks it by.
+type Item struct {
+	Entry
+	// Bucket is the entry's bucket, by the keywords of its own text.
+	Bucket Bucket
+	// Tier ranks the entry for the view.
+	Tier Tier
+	// Weight counts the specific things the entry names (numbers, names,
+	// acronyms, days and months; see weight), at most MaxWeight: within a
+	// tier, heavier entries are shown first.
+	Weight int
+	// Key is the restatement key: an item with the same key replaces it.
+	Key string
+	// Terms are the entry's search terms (Terms).
+	Terms []string
+}
+
+// Newer reports whether it stands later in the history than o: a later
+// message, or later in the same message.
+func (it *Item) Newer(o *Item) bool {
+	if it.Index != o.Index {
+		return it.Index > o.Index
+	}
+	return it.Span[0] > o.Span[0]
+}
+
+// ExtractItems returns the archive entries of msgs, the history's messages at
+// indexes from, from+1, …: one per sentence, list item or line of the text of
+// each evidential message, in history order. Excerpts are copies, so that
+// items never keep a message's text alive.
+func ExtractItems(msgs []Message, from int, cfg *Config) []Item {
+	c := cfg.withDefaults()
+	var items []Item
+	for i := range msgs {
+		m := &msgs[i]
+		if !m.Evidential() {
+			continue
+		}
+		for _, sp := range Segment(m.Text) {
+			excerpt, truncated := Excerpt(m.Text[sp[0]:sp[1]], c.MaxExcerptBytes)
+			if excerpt == "" {
+				continue
+			}
+			b := c.Classifier.Classify(excerpt)
+			items = append(items, Item{
+				Entry: Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: from + i,
+					Excerpt: strings.Clone(excerpt), Truncated: truncated, Span: Span{sp[0], sp[0] + len(excerpt)}},
+				Bucket: b,
+				Tier:   tierOf(m.Role, b, excerpt),
+				Weight: weight(excerpt),
+				Key:    restatementKey(excerpt),
+				Terms:  Terms(excerpt),
+			})
+		}
+	}
+	return items
+}
+
+// tierOf ranks an entry.
+func tierOf(role Role, b Bucket, text string) Tier {
+	switch role {
+	case RoleUser:
+		if !statement(text) {
+			return TierContext
+		}
+		switch {
+		case b == Constraints || b == Decisions || correction(text):
+			return TierUserKey
+		case b == OpenWork || weight(text) > 0:
+			return TierUserFact
+		}
+		return TierUserStatement
+	case RoleAssistant:
+		if b != RecentContext {
+			return TierAssistantRule
+		}
+	}
+	return TierContext
+}
+
+// MaxWeight bounds Item.Weight.
+const MaxWeight = 4
+
+// weight counts the specific things text names, at most MaxWeight: words
+// with a digit, acronyms, capitalised words that do not open the sentence
+// (names; "I" and its contractions aside), and days and months. Text in a
+// script without spaces (and so without capitals to find names by) weighs
+// at least 1.
+func weight(text string) int {
+	n, first, unspacedText := 0, true, false
+	for i := 0; i < len(text) && n < MaxWeight; {
+		start, end := nextWord(text, i)
+		if start < 0 {
+			break
+		}
+		i = end
+		w := text[start:end]
+		if hasUnspaced(w) {
+			// No spaces, no capitals: count the runs of digits and of
+			// Latin capitals ("3800个SKU" names two things).
+			unspacedText = true
+			n += specificRuns(w)
+			first = false
+			continue
+		}
+		upper, digit := 0, false
+		for _, r := range w {
+			switch {
+			case unicode.IsDigit(r):
+				digit = true
+			case unicode.IsUpper(r):
+				upper++
+			}
+		}
+		r, _ := utf8.DecodeRuneInString(w)
+		switch {
+		case digit,
+			upper >= 2 && upper == utf8.RuneCountInString(w), // "EU", "SAP"
+			!first && unicode.IsUpper(r) && !pronounI(w),
+			calendarWords[normaliseWord(w)]:
+			n++
+		}
+		first = false
+	}
+	if unspacedText {
+		n = max(n, 1)
+	}
+	return min(n, MaxWeight)
+}
+
+// specificRuns counts the runs of digits, and of two or more capitals, in
+// w.
+func specificRuns(w string) int {
+	n, digits, capitals := 0, 0, 0
+	flush := func() {
+		if digits > 0 || capitals >= 2 {
+			n++
+		}
+		digits, capitals = 0, 0
+	}
+	for _, r := range w {
+		switch {
+		case unicode.IsDigit(r):
+			if capitals > 0 {
+				flush()
+			}
+			digits++
+		case unicode.IsUpper(r) && r < utf8.RuneSelf:
+			if digits > 0 {
+				flush()
+			}
+			capitals++
+		default:
+			flush()
+		}
+	}
+	flush()
+	return n
+}
+
+// pronounI reports whether w is the English "I" or a contraction of it.
+func pronounI(w string) bool {
+	return w == "I" || strings.HasPrefix(w, "I'") || strings.HasPrefix(w, "I’")
+}
+
+// calendarWords are the names of days and months (and their plurals and
+// common abbreviations) in the languages of the keyword lists.
+var calendarWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`
+monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays saturdays sundays
+weekend weekends tonight tomorrow yesterday today noon midnight
+january february march april may june july august september october november december
+mon tue wed thu fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec
+montag dienstag mittwoch donnerstag freitag samstag sonntag januar februar märz juni juli oktober dezember morgen heute
+lundi mardi mercredi jeudi vendredi samedi dimanche janvier février mars avril mai juin juillet août septembre octobre novembre décembre demain
+lunes martes miércoles jueves viernes sábado domingo enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre mañana
+lunedì martedì mercoledì giovedì venerdì sabato domenica gennaio febbraio aprile maggio giugno luglio agosto settembre ottobre novembre dicembre domani
+segunda terça quarta quinta sexta sábado domingo janeiro fevereiro março maio junho julho setembro outubro novembro dezembro amanhã
+maandag dinsdag woensdag donderdag vrijdag zaterdag zondag januari februari maart mei juni juli augustus oktober morgen`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// statement reports whether text states something: three words or more
+// (six characters of text written without spaces), neither a question, a
+// request ("please …") nor only acknowledgement words ("Thanks, sounds
+// good!").
+func statement(text string) bool {
+	t := strings.TrimRightFunc(text, isCloser)
+	if strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？") {
+		return false
+	}
+	words := splitWords(text, nil)
+	n := 0
+	for _, w := range words {
+		if requestWords[w] {
+			return false
+		}
+		if hasUnspaced(w) {
+			n += utf8.RuneCountInString(w) / 2
+		} else {
+			n++
+		}
+	}
+	if n < 3 {
+		return false
+	}
+	for _, w := range words {
+		if !ackWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// requestWords mark a sentence as a request to the assistant rather than a
+// statement of fact.
+var requestWords = map[string]bool{"please": true, "pls": true, "plz": true, "bitte": true, "merci": true, "favor": true, "favore": true, "alsjeblieft": true, "alstublieft": true}
+
+// correction reports whether text revises something said before ("Actually,
+// make it 150 people."): a revision is kept like a rule, so that it is shown
+// wherever the fact it replaces could be.
+func correction(text string) bool {
+	words := splitWords(text, nil)
+	for i, w := range words {
+		if correctionWords[w] {
+			return true
+		}
+		if i+1 < len(words) && correctionPhrases[w+" "+words[i+1]] {
+			return true
+		}
+	}
+	return false
+}
+
+var correctionWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`actually instead correction revised moved postponed rescheduled replaced
+stattdessen korrektur verschoben plutôt finalement reporté cambiado aplazado`) {
+		m[w] = true
+	}
+	return m
+}()
+
+var correctionPhrases = map[string]bool{"no longer": true, "not anymore": true, "make it": true, "rather than": true, "nicht mehr": true, "plus de": true, "ya no": true}
+
+var ackWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`thanks thank you ok okay great cool perfect sounds good yes yeah yep no nope sure
+got it nice awesome lgtm please continue go ahead right fine that's that works for me makes sense alright all
+danke gut super merci bien oui gracias vale sí perfecto`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// Archive is a conversation's archive held in memory: every item extracted,
+// restatements collapsed, at most a bound of items. The service keeps the
+// archive in Postgres instead and must keep the same items (store/archive.go);
+// the pure fold uses this one.
+type Archive struct {
+	items []Item // oldest first
+}
+
+// Len returns the number of items.
+func (a *Archive) Len() int {
+	if a == nil {
+		return 0
+	}
+	return len(a.items)
+}
+
+// Items returns the items, oldest first. The slice must not be changed.
+func (a *Archive) Items() []Item { return a.items }
+
+// Clone returns a copy of a that shares no slice with it.
+func (a *Archive) Clone() *Archive {
+	if a == nil {
+		return nil
+	}
+	return &Archive{items: slices.Clone(a.items)}
+}
+
+// Add adds the items of one extraction, in history order: an item whose key
+// an older item has replaces it, and while the archive holds more than max
+// items the oldest recent_context item goes (the oldest item when there is
+// none). It returns how many items the bound evicted.
+func (a *Archive) Add(items []Item, max int) int {
+	items = LatestByKey(items)
+	keys := make(map[string]bool, len(items))
+	for i := range items {
+		keys[items[i].Key] = true
+	}
+	a.items = slices.DeleteFunc(a.items, func(it Item) bool { return keys[it.Key] })
+	a.items = append(a.items, items...)
+	evicted := 0
+	for over := len(a.items) - max; over > 0; over-- {
+		i := slices.IndexFunc(a.items, func(it Item) bool { return it.Bucket == RecentContext })
+		if i < 0 {
+			i = 0
+		}
+		a.items = slices.Delete(a.items, i, i+1)
+		evicted++
+	}
+	return evicted
+}
+
+// LatestByKey returns items without those that a later item of the same
+// slice restates, in the same order.
+func LatestByKey(items []Item) []Item {
+	last := make(map[string]int, len(items))
+	for i := range items {
+		last[items[i].Key] = i
+	}
+	if len(last) == len(items) {
+		return items
+	}
+	out := make([]Item, 0, len(last))
+	for i := range items {
+		if last[items[i].Key] == i {
+			out = append(out, items[i])
+		}
+	}
+	return out
+}
+
+// Candidates are the items a focus view is chosen from: a bounded selection
+// of the archive that an index finds without reading the whole archive.
+type Candidates struct {
+	// Total is the archive's size.
+	Total int
+	// Recent are the newest items, newest first, at most CandidateLimit.
+	Recent []Item
+	// Tiers hold, for every tier but TierContext, the union of its oldest
+	// CandidateLimit/4 items, its newest CandidateLimit/4 and its heaviest
+	// CandidateLimit/2 (the oldest first among equals), oldest first.
+	Tiers [TierContext][]Item
+	// Relevant are the union of the newest RelevantLimit items that share
+	// a term with the request and the newest WindowLimit items that share
+	// one with the window only, oldest first.
+	Relevant []Item
+}
+
+// The bounds of a candidate selection.
+const (
+	// CandidateLimit bounds Candidates.Recent and each of Candidates.Tiers.
+	CandidateLimit = 64
+	// RelevantLimit bounds the candidates that share a term with the
+	// request, WindowLimit those that share one with the window only.
+	RelevantLimit = 192
+	WindowLimit   = 64
+	// WindowItems is how many of the newest items join the request's text
+	// in the query: a request such as "yes, that one" refers back to them.
+	WindowItems = 6
+)
+
+// Recent returns the newest n items, newest first.
+func (a *Archive) Recent(n int) []Item {
+	if a == nil {
+		return nil
+	}
+	out := make([]Item, 0, min(n, len(a.items)))
+	for i := len(a.items) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, a.items[i])
+	}
+	return out
+}
+
+// Candidates selects the candidates for query q, as the store's queries do.
+func (a *Archive) Candidates(q *Query) *Candidates {
+	c := &Candidates{Total: a.Len(), Recent: a.Recent(CandidateLimit)}
+	if a == nil {
+		return c
+	}
+	var byTier [TierContext][]Item
+	var byRequest, byWindow []Item
+	for i := len(a.items) - 1; i >= 0; i-- {
+		it := &a.items[i]
+		if it.Tier < TierContext {
+			byTier[it.Tier] = append(byTier[it.Tier], *it) // newest first
+		}
+		if len(byRequest) < RelevantLimit && matches(q.request, it.Terms) {
+			byRequest = append(byRequest, *it)
+		}
+		if len(byWindow) < WindowLimit && matches(q.windowOnly, it.Terms) {
+			byWindow = append(byWindow, *it)
+		}
+	}
+	for t := range TierContext {
+		items := byTier[t]
+		newest := items[:min(len(items), CandidateLimit/4)]
+		oldest := slices.Clone(items[max(0, len(items)-CandidateLimit/4):])
+		slices.Reverse(oldest)
+		heaviest := slices.Clone(items)
+		slices.Reverse(heaviest)
+		slices.SortStableFunc(heaviest, func(x, y Item) int { return y.Weight - x.Weight })
+		heaviest = heaviest[:min(len(heaviest), CandidateLimit/2)]
+		c.Tiers[t] = MergeCandidates(oldest, newest, heaviest)
+	}
+	c.Relevant = MergeCandidates(byRequest, byWindow)
+	return c
+}
+
+// MergeCandidates returns the union of lists of items, oldest first.
+func MergeCandidates(lists ...[]Item) []Item {
+	var out []Item
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	slices.SortFunc(out, func(x, y Item) int {
+		if x.Newer(&y) {
+			return 1
+		}
+		if y.Newer(&x) {
+			return -1
+		}
+		return 0
+	})
+	return slices.CompactFunc(out, func(x, y Item) bool { return x.Index == y.Index && x.Span[0] == y.Span[0] })
+}

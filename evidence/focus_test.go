@@ -1,0 +1,273 @@
+package evidence
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSegment(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"We must ship by Friday. Postgres is fine!", []string{"We must ship by Friday.", "Postgres is fine!"}},
+		{"  one line  ", []string{"one line"}},
+		{"- first item\n- second item\n\n3. third", []string{"- first item", "- second item", "3. third"}},
+		{"Version 3.5 of example.com, e.g. the new one. Done", []string{"Version 3.5 of example.com, e.g. the new one.", "Done"}},
+		{"Ask Dr. Smith. He knows.", []string{"Ask Dr. Smith.", "He knows."}},
+		{"Wir müssen am 3. August zurück sein. Danke.", []string{"Wir müssen am 3. August zurück sein.", "Danke."}},
+		{"予算は20万円です。会場は東京！よろしく", []string{"予算は20万円です。", "会場は東京！", "よろしく"}},
+		{`He said "stop." Then left?! Ok…`, []string{`He said "stop."`, "Then left?!", "Ok…"}},
+		{"--- \n ... \n", nil},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, sp := range Segment(tt.text) {
+			got = append(got, tt.text[sp[0]:sp[1]])
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Segment(%q) (-want +got):\n%s", tt.text, diff)
+		}
+	}
+}
+
+func TestTerms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"How many chairs should we rent?", []string{"chair", "rent"}},
+		{"The venue holds 120 people.", []string{"120", "hold", "people", "venue"}},
+		{"Kemal's agenda", []string{"agenda", "kemal"}},
+		{"会場は東京", []string{"は東", "会場", "場は", "東京"}},
+		{"the a is", nil},
+	}
+	for _, tt := range tests {
+		if got := Terms(tt.text); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Terms(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+	// A request finds the entry it shares a term with, in either script.
+	q := NewQuery("東京の会場はどこ？", nil)
+	if !matches(q.RequestTerms(), Terms("会場は東京駅の近くです。")) {
+		t.Error("a Japanese request does not match a Japanese entry on shared bigrams")
+	}
+}
+
+func TestTiers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		role       Role
+		text       string
+		want       Tier
+		wantWeight int
+	}{
+		{RoleUser, "We must never take billing offline before 9 in March.", TierUserKey, 2},
+		{RoleUser, "Actually, make it 150 people.", TierUserKey, 1},
+		{RoleUser, "We must never take billing offline.", TierUserKey, 0},
+		{RoleUser, "Please draft section 4 of the report.", TierContext, 1},
+		{RoleUser, "The venue holds 120 people.", TierUserFact, 1},
+		{RoleUser, "Kemal owns the agenda; Lea owns logistics.", TierUserFact, 1},
+		{RoleUser, "we're closed mondays btw", TierUserFact, 1},
+		{RoleUser, "their ERP is SAP S/4HANA on premise", TierUserFact, 4},
+		{RoleUser, "我们店一共有3800个SKU", TierUserFact, 2},
+		{RoleUser, "客服是小林负责的", TierUserFact, 1},
+		{RoleUser, "I think it went well.", TierUserStatement, 0},
+		{RoleUser, "How do we include the people who can't travel?", TierContext, 0},
+		{RoleUser, "Thanks, sounds good!", TierContext, 0},
+		{RoleAssistant, "We agreed on Postgres.", TierAssistantRule, 1},
+		{RoleAssistant, "The hall has two projectors.", TierContext, 0},
+	}
+	for _, tt := range tests {
+		b := defaultClassifier.Classify(tt.text)
+		if got, w := tierOf(tt.role, b, tt.text), weight(tt.text); got != tt.want || w != tt.wantWeight {
+			t.Errorf("%s %q: tier %d, weight %d; want %d, %d", tt.role, tt.text, got, w, tt.want, tt.wantWeight)
+		}
+	}
+}
+
+// TestFocusEntries checks what the focus profile keeps of one message: a
+// sentence an entry, each with the span of its excerpt, classified by its
+// own words, and an over-long sentence cut with its span cut too.
+func TestFocusEntries(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 600) // 1,200 bytes
+	text := "Hi there. We must ship by Friday.\n- " + long
+	h := []Message{user("m0", text), assistant("m1", "Agreed: we'll use Postgres."), user("m2", "next")}
+	s, _, err := Fold(NewState(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := s.Archive.Items()
+	if len(items) != 4 {
+		t.Fatalf("%d archive items, want 4", len(items))
+	}
+	for _, it := range items {
+		msgText := h[it.Index].Text
+		if got := msgText[it.Span[0]:it.Span[1]]; got != it.Excerpt {
+			t.Errorf("span %v covers %q, not the excerpt %q", it.Span, got, it.Excerpt)
+		}
+	}
+	if b := items[1].Bucket; b != Constraints || items[0].Bucket != RecentContext {
+		t.Errorf("buckets %s, %s; want recent_context, constraints (each sentence by its own words)", items[0].Bucket, b)
+	}
+	if it := items[2]; !it.Truncated || len(it.Excerpt) > DefaultMaxExcerptBytes || !strings.HasPrefix(it.Excerpt, "- é") {
+		t.Errorf("long line: truncated %v, %d bytes", it.Truncated, len(it.Excerpt))
+	}
+	if s.OmittedEntries != 0 || s.Buckets.Len() != 4 {
+		t.Errorf("view shows %d entries, omits %d; want 4 and 0", s.Buckets.Len(), s.OmittedEntries)
+	}
+	msg := Render(&s)
+	if !json.Valid([]byte(msg.Content)) || !strings.Contains(msg.Content, `"span":[10,33]`) {
+		t.Errorf("rendered message lacks the span or is not JSON: %s", msg.Content)
+	}
+}
+
+// TestRestatementReplaces checks that a restatement (same words, other case
+// and punctuation) replaces the earlier copy instead of adding one.
+func TestRestatementReplaces(t *testing.T) {
+	t.Parallel()
+	h := []Message{
+		user("m0", "We must never take billing offline."),
+		assistant("m1", "Understood."),
+		user("m2", "WE MUST NEVER take billing offline!!"),
+		assistant("m3", "Understood."),
+		user("m4", "next"),
+	}
+	s, _, err := Fold(NewState(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range s.Archive.Items() {
+		got = append(got, fmt.Sprintf("%d:%s", it.Index, it.Excerpt))
+	}
+	want := []string{"2:WE MUST NEVER take billing offline!!", "3:Understood."}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("archive (-want +got):\n%s", diff)
+	}
+}
+
+// TestArchiveBound checks that beyond its bound the archive loses its
+// oldest recent_context items first, and its oldest items when it has no
+// recent_context left.
+func TestArchiveBound(t *testing.T) {
+	t.Parallel()
+	item := func(i int, b Bucket) Item {
+		return Item{Entry: Entry{Index: i, Excerpt: fmt.Sprint(i), Span: Span{0, 1}}, Bucket: b, Key: fmt.Sprint(i)}
+	}
+	var a Archive
+	a.Add([]Item{item(0, Constraints), item(1, RecentContext), item(2, Decisions), item(3, RecentContext)}, 3)
+	if got := indexes(a.Items()); !reflect.DeepEqual(got, []int{0, 2, 3}) {
+		t.Errorf("after the first add: %v, want [0 2 3]", got)
+	}
+	a.Add([]Item{item(4, Constraints), item(5, Constraints)}, 3)
+	if got := indexes(a.Items()); !reflect.DeepEqual(got, []int{2, 4, 5}) {
+		t.Errorf("after the second add: %v, want [2 4 5]", got)
+	}
+}
+
+func indexes(items []Item) []int {
+	var out []int
+	for _, it := range items {
+		out = append(out, it.Index)
+	}
+	return out
+}
+
+// TestViewKeepsEarlyRules checks the point of the focus profile: a rule the
+// user stated first survives hundreds of later turns of chatter, and a fact
+// stated without any keyword is shown when a request refers to it.
+func TestViewKeepsEarlyRules(t *testing.T) {
+	t.Parallel()
+	h := []Message{
+		user("m0", "We must not take the billing database offline during business hours."),
+		assistant("a0", "Understood."),
+		user("m1", "The venue holds 120 people."),
+		assistant("a1", "Noted."),
+	}
+	for i := range 300 {
+		h = append(h, user(fmt.Sprintf("u%d", i), fmt.Sprintf("Please draft section %d of the report about topic %d.", i, i*7)),
+			assistant(fmt.Sprintf("r%d", i), fmt.Sprintf("Here is section %d; it covers topic %d in three paragraphs.", i, i*7)))
+	}
+	h = append(h, user("last", "How many people fit into the venue?"))
+	s, _, err := Fold(NewState(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := Render(&s)
+	for _, fact := range []string{"billing database offline", "The venue holds 120 people."} {
+		if !strings.Contains(msg.Content, fact) {
+			t.Errorf("the view for the last request lacks %q", fact)
+		}
+	}
+	if n := EstimateTokens(len(msg.Content)); n > DefaultMaxTokens {
+		t.Errorf("message of %d estimated tokens, over %d", n, DefaultMaxTokens)
+	}
+	if s.OmittedEntries != s.Archive.Len()-s.Buckets.Len() {
+		t.Errorf("omitted_entries %d, want %d (archive) - %d (shown)", s.OmittedEntries, s.Archive.Len(), s.Buckets.Len())
+	}
+}
+
+// TestFocusDeterministic folds random histories in random batches and
+// retries, and checks that the state after each request (messages, view
+// order, archive) equals one fold over the history up to it: the view is a
+// function of the history alone.
+func TestFocusDeterministic(t *testing.T) {
+	t.Parallel()
+	words := []string{"venue", "budget", "must", "never", "decided", "todo", "Lisbon", "120", "chairs", "会場", "東京", "Frist", "müssen", "?", "thanks"}
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		var h []Message
+		n := 20 + rng.IntN(120)
+		for i := range n {
+			var sb strings.Builder
+			for range 1 + rng.IntN(3) {
+				for range 2 + rng.IntN(6) {
+					sb.WriteString(words[rng.IntN(len(words))] + " ")
+				}
+				sb.WriteString([]string{". ", "! ", "\n", "? "}[rng.IntN(4)])
+			}
+			if rng.IntN(2) == 0 {
+				h = append(h, user(fmt.Sprint(i), sb.String()))
+			} else {
+				h = append(h, assistant(fmt.Sprint(i), sb.String()))
+			}
+		}
+		h = append(h, user("end", "what about the venue?"))
+		cfg := &Config{MaxArchiveEntries: 10 + rng.IntN(60), MaxTokens: 200 + rng.IntN(1600)}
+		s := NewState()
+		for end := 1; end <= len(h); end += 1 + rng.IntN(8) {
+			var err error
+			if s, _, err = Fold(s, h[:end], cfg); err != nil {
+				t.Fatal(err)
+			}
+			if rng.IntN(3) == 0 { // a retry of the same history changes nothing
+				again, _, _ := Fold(s, h[:end], cfg)
+				if !reflect.DeepEqual(again, s) {
+					t.Fatalf("seed %d: folding the same history twice changed the state", seed)
+				}
+			}
+			whole, _, err := Fold(NewState(), h[:end], cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole.Version = s.Version
+			if !reflect.DeepEqual(whole, s) {
+				t.Fatalf("seed %d, %d messages: batched state differs from one fold:\n%s", seed, end, cmp.Diff(whole, s, cmp.AllowUnexported(Archive{})))
+			}
+			if m := Render(&s); m != nil && EstimateTokens(len(m.Content)) > cfg.MaxTokens {
+				t.Fatalf("seed %d: message over its bound", seed)
+			}
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package token_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/recallhq/recall/internal/token"
+)
+
+func TestSign(t *testing.T) {
+	t.Parallel()
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Now().Truncate(time.Second)
+	tests := []struct {
+		name      string
+		subject   string
+		ttl       time.Duration
+		opts      *token.Options
+		wantScope any
+		wantValid bool
+	}{
+		{"user", "u-42", 2 * time.Minute, nil, nil, true},
+		{"service", "svc", time.Hour, &token.Options{Service: true}, "recall:service", true},
+		{"expired", "u-42", -time.Minute, nil, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts := tt.opts
+			if opts == nil {
+				opts = &token.Options{}
+			}
+			opts.Now = now
+			s, err := token.Sign(secret, tt.subject, tt.ttl, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claims := jwt.MapClaims{}
+			_, err = jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired()).
+				ParseWithClaims(s, claims, func(*jwt.Token) (any, error) { return secret, nil })
+			if (err == nil) != tt.wantValid {
+				t.Fatalf("parse: %v, want valid %v", err, tt.wantValid)
+			}
+			if claims["sub"] != tt.subject || claims["scope"] != tt.wantScope {
+				t.Errorf("claims %v, want sub %q scope %v", claims, tt.subject, tt.wantScope)
+			}
+			if exp := int64(claims["exp"].(float64)); exp != now.Add(tt.ttl).Unix() {
+				t.Errorf("exp %d, want %d", exp, now.Add(tt.ttl).Unix())
+			}
+		})
+	}
+	if _, err := token.Sign(nil, "u", time.Minute, nil); err == nil {
+		t.Error("an empty secret signed a token")
+	}
+}
