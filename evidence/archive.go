@@ -379,11 +379,11 @@ type Candidates struct {
 // The bounds of a candidate selection.
 const (
 	// CandidateLimit bounds Candidates.Recent and each of Candidates.Tiers.
-	CandidateLimit = 48
+	CandidateLimit = 64
 	// RelevantLimit bounds the candidates that share a term with the
 	// request, WindowLimit those that share one with the window only.
-	RelevantLimit = 128
-	WindowLimit   = 32
+	RelevantLimit = 192
+	WindowLimit   = 64
 	// WindowItems is how many of the newest items join the request's text
 	// in the query: a request such as "yes, that one" refers back to them.
 	WindowItems = 6
