@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -75,7 +76,7 @@ SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT 
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
-	if err == pgx.ErrNoRows || (err == nil && row.deleted) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && row.deleted) {
 		return ExtractResult{Outcome: evidence.Deleted}, nil
 	}
 	if err != nil {
