@@ -22,7 +22,7 @@ func (h *Handler) postContext(w http.ResponseWriter, r *http.Request) error {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, assemble.MaxRequestBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return newError(http.StatusRequestEntityTooLarge, CodeTooLarge,
+			return newError(http.StatusBadRequest, CodeTooLarge,
 				"the body is over "+strconv.Itoa(assemble.MaxRequestBytes>>20)+" MiB")
 		}
 		if r.Context().Err() != nil {

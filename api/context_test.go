@@ -202,7 +202,7 @@ func TestContextErrors(t *testing.T) {
 		{name: "absurd budget", body: contextBody(t, `,"budget":{"prompt":99999999999}`), wantStatus: 400, wantCode: api.CodeInvalidBudget, wantInMsg: "budget.prompt"},
 		{name: "wait too long", body: contextBody(t, `,"min_cursor":1,"wait":"31s"`), wantStatus: 400, wantCode: api.CodeWaitTooLong},
 		{name: "wait negative", body: contextBody(t, `,"min_cursor":1,"wait":"-1s"`), wantStatus: 400, wantCode: api.CodeInvalidWait},
-		{name: "over 16 MiB", body: huge, wantStatus: 413, wantCode: api.CodeTooLarge},
+		{name: "over 16 MiB", body: huge, wantStatus: 400, wantCode: api.CodeTooLarge},
 		{name: "budget too small", body: contextBody(t, `,"budget":{"prompt":20}`), wantStatus: 422, wantCode: api.CodeBudgetTooSmall},
 		{name: "cannot compact", body: `{"messages":[{"role":"user","content":"x"},` +
 			`{"role":"assistant","content":"","tool_calls":[{"id":"c","name":"f","args":{}}]},` +

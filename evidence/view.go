@@ -12,9 +12,10 @@ import (
 // as "yes, that one" has none, and refers back to them).
 type Query struct {
 	// request and windowOnly are the request's terms and the window's
-	// terms that are not the request's, each sorted.
-	request, windowOnly []string
-	window              map[windowKey]bool
+	// terms that are not the request's, each sorted, and as sets.
+	request, windowOnly   []string
+	requestSet, windowSet map[string]bool
+	window                map[windowKey]bool
 }
 
 type windowKey struct{ index, start int }
@@ -36,7 +37,16 @@ func NewQuery(request string, window []Item) *Query {
 	}
 	slices.Sort(terms)
 	q.windowOnly = slices.Compact(terms)
+	q.requestSet, q.windowSet = set(q.request), set(q.windowOnly)
 	return q
+}
+
+func set(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, t := range list {
+		m[t] = true
+	}
+	return m
 }
 
 // RequestTerms returns the request's terms, sorted, and WindowTerms the
@@ -110,62 +120,71 @@ var classShare = [numClasses]float64{
 // maxTokens estimated tokens for the rendered message. It is a function of
 // its arguments alone.
 func SelectView(c *Candidates, q *Query, maxTokens int) View {
-
-	var classes [numClasses][]Item
+	var classes [numClasses][]*Item
 	classes[classUserKey] = alternateEnds(c.Tiers[TierUserKey])
 	classes[classUserFacts] = alternateEnds(c.Tiers[TierUserFact])
 	classes[classRelevant] = rankRelevant(c, q)
 	classes[classUserStatements] = alternateEnds(c.Tiers[TierUserStatement])
 	classes[classAssistantRules] = alternateEnds(c.Tiers[TierAssistantRule])
-	classes[classRecent] = c.Recent
+	classes[classRecent] = pointers(c.Recent)
 
-	var bs Buckets
-	bs = bs.clone()
-	size := newEnvelopeSize(&bs)
+	// The rendered size is the empty envelope's (with omitted_entries as
+	// large as it can be), each entry's, and a comma between two entries of
+	// a bucket.
+	var empty Buckets
+	size := newEnvelopeSize(&empty)
 	maxBytes := 3 * (maxTokens - 4)
-	base := size.total(c.Total, &bs)
-	entryBudget := maxBytes - base
+	base := size.total(c.Total, &empty)
+	used, entryBudget := base, maxBytes-base
+	var count [numBuckets]int
 	shown := make(map[windowKey]bool)
 	order := []Shown{}
-	fits := func(it *Item) bool {
-		e := it.Entry
-		l := bs.Get(it.Bucket)
-		*l = append(*l, e)
-		size.added(it.Bucket, &e)
-		ok := size.total(c.Total, &bs) <= maxBytes
-		if !ok {
-			size.removed(it.Bucket, &e)
-			*l = (*l)[:len(*l)-1]
-		}
-		return ok
-	}
-	add := func(it *Item) bool {
+	add := func(it *Item, cost int) bool {
 		k := windowKey{it.Index, it.Span[0]}
-		if shown[k] || !fits(it) {
+		if count[it.Bucket] > 0 {
+			cost++ // the comma
+		}
+		if shown[k] || used+cost > maxBytes {
 			return false
 		}
 		shown[k] = true
+		used += cost
+		count[it.Bucket]++
 		order = append(order, Shown{Bucket: it.Bucket, Entry: it.Entry})
 		return true
 	}
+	costs := make(map[*Item]int)
+	costOf := func(it *Item) int {
+		n, ok := costs[it]
+		if !ok {
+			n = entryLen(&it.Entry)
+			costs[it] = n
+		}
+		return n
+	}
 	for cl := range numClasses {
 		share := int(classShare[cl] * float64(entryBudget))
-		used := 0
-		for i := range classes[cl] {
-			it := &classes[cl][i]
-			cost := entryLen(&it.Entry) + 1
-			if used+cost > share {
+		spent := 0
+		for _, it := range classes[cl] {
+			cost := costOf(it) + 1
+			if spent+cost > share {
 				continue
 			}
-			if add(it) {
-				used += cost
+			if add(it, cost-1) {
+				spent += cost
 			}
 		}
 	}
 	for cl := range numClasses {
-		for i := range classes[cl] {
-			add(&classes[cl][i])
+		for _, it := range classes[cl] {
+			add(it, costOf(it))
 		}
+	}
+	var bs Buckets
+	bs = bs.clone()
+	for i := range order {
+		l := bs.Get(order[i].Bucket)
+		*l = append(*l, order[i].Entry)
 	}
 	for b := range numBuckets {
 		slices.SortFunc(*bs.Get(b), func(x, y Entry) int {
@@ -175,22 +194,31 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 	return View{Shown: order, Buckets: bs, OmittedEntries: c.Total - len(order)}
 }
 
+func pointers(items []Item) []*Item {
+	out := make([]*Item, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
 // alternateEnds orders a tier's candidates (oldest first, as Candidates
 // holds them) heaviest first and, among equally heavy ones, from both ends
 // of the history towards its middle: the oldest, the newest, the second
 // oldest, the second newest, … A conversation's first statements set it up
 // and its newest are what it is about now.
-func alternateEnds(items []Item) []Item {
-	rank := make(map[windowKey]int, len(items))
+func alternateEnds(items []Item) []*Item {
+	out := make([]*Item, len(items))
+	rank := make(map[*Item]int, len(items))
 	for lo, hi, r := 0, len(items)-1, 0; lo <= hi; lo, hi = lo+1, hi-1 {
-		rank[windowKey{items[lo].Index, items[lo].Span[0]}] = r
-		rank[windowKey{items[hi].Index, items[hi].Span[0]}] = r + 1
+		rank[&items[lo]], rank[&items[hi]] = r, r+1
 		r += 2
 	}
-	out := slices.Clone(items)
-	slices.SortStableFunc(out, func(x, y Item) int {
-		return cmp.Or(y.Weight-x.Weight,
-			rank[windowKey{x.Index, x.Span[0]}]-rank[windowKey{y.Index, y.Span[0]}])
+	for i := range items {
+		out[i] = &items[i]
+	}
+	slices.SortStableFunc(out, func(x, y *Item) int {
+		return cmp.Or(y.Weight-x.Weight, rank[x]-rank[y])
 	})
 	return out
 }
@@ -199,11 +227,11 @@ func alternateEnds(items []Item) []Item {
 // window by how well they match the request, then the window: for each, the
 // sum over shared terms of the term's rarity among the candidates
 // (log(1 + total/df)); best first, newer first on ties.
-func rankRelevant(c *Candidates, q *Query) []Item {
+func rankRelevant(c *Candidates, q *Query) []*Item {
 	df := make(map[string]int)
 	for i := range c.Relevant {
 		for _, t := range c.Relevant[i].Terms {
-			if matches(q.request, []string{t}) || matches(q.windowOnly, []string{t}) {
+			if q.requestSet[t] || q.windowSet[t] {
 				df[t]++
 			}
 		}
@@ -213,6 +241,7 @@ func rankRelevant(c *Candidates, q *Query) []Item {
 		request, window float64
 	}
 	var ss []scored
+	total := float64(max(c.Total, 1))
 	for i := range c.Relevant {
 		it := &c.Relevant[i]
 		if q.window[windowKey{it.Index, it.Span[0]}] {
@@ -220,19 +249,18 @@ func rankRelevant(c *Candidates, q *Query) []Item {
 		}
 		sc := scored{it: it}
 		for _, t := range it.Terms {
-			rarity := math.Log(1 + float64(max(c.Total, 1))/float64(max(df[t], 1)))
 			switch {
-			case matches(q.request, []string{t}):
-				sc.request += rarity
-			case matches(q.windowOnly, []string{t}):
-				sc.window += rarity
+			case q.requestSet[t]:
+				sc.request += math.Log(1 + total/float64(df[t]))
+			case q.windowSet[t]:
+				sc.window += math.Log(1 + total/float64(df[t]))
 			}
 		}
 		if sc.request > 0 || sc.window > 0 {
 			ss = append(ss, sc)
 		}
 	}
-	slices.SortStableFunc(ss, func(x, y scored) int {
+	slices.SortFunc(ss, func(x, y scored) int {
 		if c := cmp.Or(cmp.Compare(y.request, x.request), cmp.Compare(y.window, x.window)); c != 0 {
 			return c
 		}
@@ -244,9 +272,9 @@ func rankRelevant(c *Candidates, q *Query) []Item {
 		}
 		return 0
 	})
-	out := make([]Item, len(ss))
+	out := make([]*Item, len(ss))
 	for i := range ss {
-		out[i] = *ss[i].it
+		out[i] = ss[i].it
 	}
 	return out
 }

@@ -119,8 +119,14 @@ func requireView(t *testing.T, st *store.Store, want evidence.State) {
 
 func newFocusStore(t *testing.T, tb *testBundle, fold *evidence.Config) *store.Store {
 	t.Helper()
+	return newStoreChunked(t, tb, fold, 0)
+}
+
+func newStoreChunked(t *testing.T, tb *testBundle, fold *evidence.Config, chunk int) *store.Store {
+	t.Helper()
 	st, err := store.New(tb.pool, &store.Config{
-		Fold: fold,
+		Fold:         fold,
+		ExtractChunk: chunk,
 		Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
 			_, err := tx.Exec(ctx, `INSERT INTO test_enqueued VALUES ($1, $2)`, u, c)
 			return err
@@ -307,5 +313,38 @@ func TestDeleteClearsTheArchive(t *testing.T) {
 	}
 	if rec.Version != 0 || rec.Body != nil {
 		t.Errorf("search after DELETE: version %d, body %s; want the empty record", rec.Version, rec.Body)
+	}
+}
+
+// TestExtractInChunks extracts a long history in chunks of seven held
+// messages, in both profiles: the evidence equals one fold over it.
+func TestExtractInChunks(t *testing.T) {
+	t.Parallel()
+	for _, fold := range []*evidence.Config{{Profile: evidence.ProfileSeed}, {Profile: evidence.ProfileFocus}} {
+		t.Run(string(fold.Profile), func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, time.Minute)
+			st := newStoreChunked(t, tb, fold, 7)
+			h := longConversation(120, 5)
+			if _, err := st.Ingest(t.Context(), snapshot(t, "e1", h), store.Meta{}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := st.Extract(t.Context(), "u", "c", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := foldWith(t, h, fold)
+			if res.Outcome != evidence.Applied || res.Cursor != want.Cursor || res.Summarised != want.Cursor {
+				t.Fatalf("extract: %+v, want applied up to %d", res, want.Cursor)
+			}
+			requireView(t, st, want)
+			rec, err := st.Evidence(t.Context(), "u", "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Version != 1 {
+				t.Errorf("version %d after one extraction, want 1", rec.Version)
+			}
+		})
 	}
 }

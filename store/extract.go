@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -75,7 +76,7 @@ SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT 
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
-	if err == pgx.ErrNoRows || (err == nil && row.deleted) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && row.deleted) {
 		return ExtractResult{Outcome: evidence.Deleted}, nil
 	}
 	if err != nil {
@@ -87,12 +88,18 @@ FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count,
 		res.PublishedAt = *published
 	}
 
-	msgs, chains, err := loadPending(ctx, tx, userID, conversationID, row.cursor)
-	if err != nil {
-		return ExtractResult{}, err
+	// The newest request after the cursor is what the extraction
+	// summarises up to; the held messages before it are read and folded in
+	// chunks of s.extractChunk, so that a large snapshot is never held
+	// whole.
+	var newest *int
+	if err := tx.QueryRow(ctx, `
+SELECT max(idx) FROM recall_message
+WHERE user_id = $1 AND conversation_id = $2 AND idx > $3 AND role = $4`,
+		userID, conversationID, row.cursor, string(evidence.RoleUser)).Scan(&newest); err != nil {
+		return ExtractResult{}, fmt.Errorf("find the newest request: %w", err)
 	}
-	k := evidence.NewestRequest(msgs) // relative to the cursor
-	if k <= 0 {
+	if newest == nil {
 		_, err := tx.Exec(ctx, `UPDATE recall_conversation SET extract_requested_at = NULL
 WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL`, userID, conversationID)
 		if err != nil {
@@ -100,25 +107,44 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 		}
 		return res, nil
 	}
-	rec := row.record(userID, conversationID)
+	k := *newest
 	var state evidence.State
-	var view []byte
-	archiveCount := row.archiveCount
 	if s.fold.Profile == evidence.ProfileSeed {
+		rec := row.record(userID, conversationID)
 		if state, err = rec.State(); err != nil {
 			return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
 		}
-		state.Summarise(msgs[:k], chains[k-1], &msgs[k], &s.fold)
 	} else {
-		items := evidence.ExtractItems(msgs[:k], row.cursor, &s.fold)
-		if archiveCount, err = addToArchive(ctx, tx, userID, conversationID, items, archiveCount, s.fold.MaxArchiveEntries); err != nil {
-			return ExtractResult{}, err
-		}
-		c, q, err := candidates(ctx, tx, userID, conversationID, evidence.RequestText(&msgs[k]), archiveCount)
+		state = evidence.State{Cursor: row.cursor, PrefixDigest: row.prefix}
+	}
+	archiveCount := row.archiveCount
+	for lo := row.cursor; lo < k; lo += s.extractChunk {
+		hi := min(lo+s.extractChunk, k)
+		msgs, chains, err := loadPending(ctx, tx, userID, conversationID, lo, hi)
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		state = evidence.State{Version: row.version + 1, Cursor: row.cursor + k, PrefixDigest: chains[k-1]}
+		if s.fold.Profile == evidence.ProfileSeed {
+			state.Summarise(msgs, chains[len(chains)-1], nil, &s.fold)
+			continue
+		}
+		items := evidence.ExtractItems(msgs, lo, &s.fold)
+		if archiveCount, err = addToArchive(ctx, tx, userID, conversationID, items, archiveCount, s.fold.MaxArchiveEntries); err != nil {
+			return ExtractResult{}, err
+		}
+		state.Cursor, state.PrefixDigest = hi, chains[len(chains)-1]
+	}
+	state.Version = row.version + 1
+	var view []byte
+	if s.fold.Profile != evidence.ProfileSeed {
+		request, _, err := loadPending(ctx, tx, userID, conversationID, k, k+1)
+		if err != nil {
+			return ExtractResult{}, err
+		}
+		c, q, err := candidates(ctx, tx, userID, conversationID, evidence.RequestText(&request[0]), archiveCount)
+		if err != nil {
+			return ExtractResult{}, err
+		}
 		state.SetView(evidence.SelectView(c, q, s.fold.MaxTokens))
 		if view, err = encodeView(state.Shown); err != nil {
 			return ExtractResult{}, err
@@ -142,17 +168,17 @@ WHERE user_id = $1 AND conversation_id = $2`,
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return ExtractResult{}, fmt.Errorf("write evidence: %w", err)
 	}
-	res.Outcome, res.Summarised, res.Cursor = evidence.Applied, k, state.Cursor
+	res.Outcome, res.Summarised, res.Cursor = evidence.Applied, k-row.cursor, state.Cursor
 	return res, nil
 }
 
-// loadPending returns the held messages from the cursor on, rebuilt as far
-// as the fold needs them, with their chain digests.
-func loadPending(ctx context.Context, tx pgx.Tx, userID, conversationID string, cursor int) ([]evidence.Message, []evidence.Digest, error) {
+// loadPending returns the held messages [lo, hi), rebuilt as far as the
+// fold needs them, with their chain digests.
+func loadPending(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi int) ([]evidence.Message, []evidence.Digest, error) {
 	rows, err := tx.Query(ctx, `
 SELECT idx, chain, role, evidential, message_id, text FROM recall_message
-WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3
-ORDER BY idx`, userID, conversationID, cursor)
+WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4
+ORDER BY idx`, userID, conversationID, lo, hi)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
 	}
@@ -167,7 +193,7 @@ ORDER BY idx`, userID, conversationID, cursor)
 		if err := rows.Scan(&idx, &chain, &role, &evidential, &id, &text); err != nil {
 			return nil, nil, fmt.Errorf("load held messages: %w", err)
 		}
-		if idx != cursor+len(msgs) {
+		if idx != lo+len(msgs) {
 			return nil, nil, fmt.Errorf("held messages of a conversation are not contiguous at %d", idx)
 		}
 		msgs = append(msgs, heldMessage(evidence.Role(role), evidential, string(id), string(text)))
@@ -175,6 +201,9 @@ ORDER BY idx`, userID, conversationID, cursor)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
+	}
+	if len(msgs) != hi-lo {
+		return nil, nil, fmt.Errorf("held messages of a conversation are missing: have %d of [%d, %d)", len(msgs), lo, hi)
 	}
 	return msgs, chains, nil
 }

@@ -43,6 +43,10 @@ type Config struct {
 	// another (which also covers a job lost with a crashed worker until River
 	// rescues it). Defaults to 10s.
 	CoalesceWindow time.Duration
+	// ExtractChunk is how many held messages an extraction reads and folds
+	// at once, so that a large snapshot is never held whole. Defaults to
+	// 2000.
+	ExtractChunk int
 	// Logger receives operational logs; never message text. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -53,6 +57,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	cfg  Config
 	fold evidence.Config // cfg.Fold with its defaults
+
+	extractChunk int
 }
 
 // New returns a Store over pool.
@@ -68,7 +74,10 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, cfg: c, fold: c.Fold.WithDefaults()}, nil
+	if c.ExtractChunk < 0 {
+		return nil, fmt.Errorf("store: Config.ExtractChunk is %d: it must be positive, or 0 for the default 2000", c.ExtractChunk)
+	}
+	return &Store{pool: pool, cfg: c, fold: c.Fold.WithDefaults(), extractChunk: cmp.Or(c.ExtractChunk, 2000)}, nil
 }
 
 // Pool returns the store's pool.
