@@ -11,10 +11,10 @@
 //     instructions) found in any entry or in the rendered message at any
 //     turn; it must be 0;
 //   - budget and shape: every rendered message within 1,800 estimated
-//     tokens and a valid evidence message (§5) whose buckets decode to the
+//     tokens and a valid evidence message whose buckets decode to the
 //     state's own entries, so that no text inside forged structure;
 //   - consistency: the turn-by-turn state equals one fold over the whole
-//     history (§4.9);
+//     history;
 //   - compression: the estimated tokens of the summarised history against
 //     those of the evidence message that stands for it;
 //   - fold time per summarised message.

@@ -72,7 +72,7 @@ type Score struct {
 	BudgetViolations int `json:"budget_violations"`
 	InvalidMessages  int `json:"invalid_messages"`
 	// Inconsistent counts conversations whose turn-by-turn state differs
-	// from one fold over the whole history (§4.9).
+	// from one fold over the whole history.
 	Inconsistent int `json:"inconsistent"`
 	// Inflow counts the entries that entered each bucket (constraints,
 	// decisions, open_work, recent_context) over all turns: the pressure
@@ -359,7 +359,7 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 				fr.Leakage++
 			}
 		}
-		// §4.9: the turn-by-turn state equals one fold over the history.
+		// The turn-by-turn state equals one fold over the history.
 		whole, _, err := fold(evidence.NewState(), c.messages, cfg)
 		if err != nil {
 			return fr, fmt.Errorf("fixture %s: %s: whole fold: %w", f.Name, c.key, err)
@@ -445,7 +445,7 @@ func find(s *evidence.State, msg *evidence.EvidenceMessage, m Marker) (string, b
 	return "", false
 }
 
-// checkMessage checks the rendered message against §5: null with nothing
+// checkMessage checks the rendered message against the evidence message's rules: null with nothing
 // summarised, the sentinel with no entries, and otherwise an assistant
 // message whose content is a JSON object of exactly the envelope's members
 // whose buckets decode to the state's entries, so that no text inside

@@ -26,7 +26,7 @@ type Fixture struct {
 	UserID         string `json:"user_id"`
 	ConversationID string `json:"conversation_id"`
 	// Messages is the checkpoint history in any of the contract's three
-	// forms (§2), ending with the current user request.
+	// forms (docs/protocol.md), ending with the current user request.
 	Messages []json.RawMessage `json:"messages"`
 	// Required are facts the evidence must hold after the last turn.
 	Required []Fact `json:"required"`

@@ -30,7 +30,7 @@ func (b Bucket) String() string {
 // DefaultKeywords are the keywords of the first three buckets;
 // RecentContext takes everything else. Each entry is a word or a phrase of
 // words, matched case-insensitively on whole words. Each list starts with
-// the contract's words (§4.6), in its order; the words after them are more,
+// the words docs/protocol.md lists, in its order; the words after them are more,
 // as the contract allows ("more may"): English variants of the contract's
 // words and their translations into German, French, Spanish, Italian,
 // Portuguese, Dutch, Arabic and Hebrew, kept for what they did to retention

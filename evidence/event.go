@@ -26,7 +26,7 @@ const MaxKeyBytes = 256
 // MaxEventIDBytes bounds an event_id.
 const MaxEventIDBytes = 1024
 
-// Reason is why an event is rejected (§7).
+// Reason is why an event is rejected (docs/protocol.md, Rejections).
 type Reason string
 
 // The rejection reasons of the contract.
@@ -76,7 +76,7 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Event is a decoded, validated checkpoint event (§2).
+// Event is a decoded, validated checkpoint event (docs/protocol.md).
 type Event struct {
 	Schema         string
 	Kind           string

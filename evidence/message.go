@@ -107,7 +107,7 @@ func (m *Message) Evidential() bool {
 }
 
 // IsRequest reports whether the message counts as a user request for the
-// cursor rule of the contract (§4): a user message, whatever its channel.
+// cursor rule (docs/protocol.md, Extraction): a user message, whatever its channel.
 func (m *Message) IsRequest() bool { return m.Role == RoleUser }
 
 // DecodeError describes a message that cannot be decoded. It names the field
@@ -143,7 +143,7 @@ var (
 )
 
 // DecodeMessage decodes one message in any of the three forms of the
-// contract (§2), recognised by its shape. Errors are *DecodeError with Index
+// protocol (docs/protocol.md), recognised by its shape. Errors are *DecodeError with Index
 // -1.
 func DecodeMessage(data []byte) (Message, error) {
 	return decodeMessage(data, -1)
@@ -485,7 +485,7 @@ func decodeToolCalls(raw json.RawMessage, field string, index int) ([]ToolCall, 
 				return nil, &DecodeError{Index: index, Field: field + ".name", Problem: "must be a string"}
 			}
 			// LangChain's args are kept as given: only OpenAI's arguments
-			// are a string of JSON to parse (§3).
+			// are a string of JSON to parse (docs/protocol.md, Digests).
 			c.Args = argsValue(obj["args"])
 		}
 		calls = append(calls, c)

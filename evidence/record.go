@@ -35,13 +35,13 @@ var emptyBody = func() []byte {
 	return AppendBody(nil, &s, 0)
 }()
 
-// AppendJSON appends the read API's response (§6) for r.
+// AppendJSON appends the read API's response for r.
 func (r *Record) AppendJSON(b []byte, lagging bool) []byte {
 	return r.appendJSON(b, r.Body, lagging)
 }
 
 // AppendJSONWithin appends the response with the message rendered within
-// maxTokens estimated tokens (§6 max_tokens).
+// maxTokens estimated tokens (max_tokens).
 func (r *Record) AppendJSONWithin(b []byte, maxTokens int, lagging bool) ([]byte, error) {
 	s, err := r.State()
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 )
 
 // Sentinel is the content of the evidence message when a conversation has
-// summarised turns but no entries (§5).
+// summarised turns but no entries.
 const Sentinel = "[memory] Earlier turns exist in this conversation's history but are not currently in context."
 
 // EvidenceMessage is the message an agent puts into its prompt. Role is
@@ -33,7 +33,7 @@ const (
 // UTF-8 bytes: ceil(n/3) + 4.
 func EstimateTokens(n int) int { return (n+2)/3 + 4 }
 
-// Render returns the evidence message of s (§5): nil when there are no
+// Render returns the evidence message of s: nil when there are no
 // entries and nothing is summarised, the sentinel when there are no entries
 // but Cursor > 0, and the JSON envelope otherwise.
 func Render(s *State) *EvidenceMessage {
@@ -289,7 +289,7 @@ var safeASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// AppendBody appends the members of the read API's response (§6) that
+// AppendBody appends the members of the read API's response that
 // depend on the state's evidence, as a JSON fragment without braces:
 //
 //	"omitted_entries":N,"estimated_tokens":T,"buckets":{…},"message":{…}|null

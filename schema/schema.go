@@ -1,5 +1,5 @@
 // Package schema holds the JSON Schema (draft 2020-12) of recall's
-// checkpoint events, recall.checkpoint.v1 (CONTRACT §2), for publishers that
+// checkpoint events, recall.checkpoint.v1 (docs/protocol.md), for publishers that
 // validate what they send and for documentation.
 //
 // recall itself validates events with evidence.ParseEvent, not with this

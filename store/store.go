@@ -195,7 +195,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND (payload IS NOT NULL OR payload_
 	return nil
 }
 
-// Rejection is the record of an event that could not be applied (§7).
+// Rejection is the record of an event that could not be applied (docs/protocol.md, Rejections).
 type Rejection struct {
 	Reason         evidence.Reason
 	Detail         string

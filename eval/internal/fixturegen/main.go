@@ -64,7 +64,7 @@ func main() {
 	}
 }
 
-// form is the wire form a builder writes messages in (CONTRACT §2).
+// form is the wire form a builder writes messages in (docs/protocol.md).
 type form int
 
 const (
