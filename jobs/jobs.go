@@ -89,9 +89,6 @@ type Config struct {
 	// with a worker that was killed) before River retries it. Defaults to
 	// 45s.
 	RescueStuckJobsAfter time.Duration
-	// InsertOnly builds a client that inserts jobs but works none (for
-	// processes that only ingest). Defaults to false.
-	InsertOnly bool
 	// SweepInterval is how often the River leader sweeps for extractions
 	// that were requested but never started (see store.Sweep). Defaults to
 	// 5s.
@@ -145,36 +142,34 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		// Extraction is idempotent, so retries may come soon.
 		RetryPolicy: &retryPolicy{},
 	}
-	if !c.InsertOnly {
-		workers := river.NewWorkers()
-		if err := river.AddWorkerSafely(workers, &ExtractWorker{store: st, metrics: c.Metrics, logger: c.Logger}); err != nil {
-			return nil, fmt.Errorf("jobs: %w", err)
-		}
-		if err := river.AddWorkerSafely(workers, &SweepWorker{store: st, after: c.SweepAfter, logger: c.Logger}); err != nil {
-			return nil, fmt.Errorf("jobs: %w", err)
-		}
-		if err := river.AddWorkerSafely(workers, &PruneWorker{store: st, retention: c.RejectionRetention, logger: c.Logger}); err != nil {
-			return nil, fmt.Errorf("jobs: %w", err)
-		}
-		rc.PeriodicJobs = []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(c.SweepInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true}),
-			river.NewPeriodicJob(river.PeriodicInterval(c.PruneInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true}),
-		}
-		rc.Workers = workers
-		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: c.Workers}}
-		rc.FetchCooldown = 20 * time.Millisecond
-		// River sends at most one insert notification per FetchCooldown:
-		// a job inserted within 20ms of a notified one, whose transaction
-		// commits after the fetch that notification caused, waits for
-		// the next notification or this poll. Events arriving together
-		// and then a pause (agents finishing turns at once) hit that, so
-		// the poll bounds the lag's tail; 10 cheap queries a second idle.
-		rc.FetchPollInterval = 100 * time.Millisecond
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &ExtractWorker{store: st, metrics: c.Metrics, logger: c.Logger}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &SweepWorker{store: st, after: c.SweepAfter, logger: c.Logger}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &PruneWorker{store: st, retention: c.RejectionRetention, logger: c.Logger}); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	rc.PeriodicJobs = []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(c.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(c.PruneInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+	}
+	rc.Workers = workers
+	rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: c.Workers}}
+	rc.FetchCooldown = 20 * time.Millisecond
+	// River sends at most one insert notification per FetchCooldown:
+	// a job inserted within 20ms of a notified one, whose transaction
+	// commits after the fetch that notification caused, waits for
+	// the next notification or this poll. Events arriving together
+	// and then a pause (agents finishing turns at once) hit that, so
+	// the poll bounds the lag's tail; 10 cheap queries a second idle.
+	rc.FetchPollInterval = 100 * time.Millisecond
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: River client: %w", err)

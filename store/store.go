@@ -80,12 +80,6 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	return &Store{pool: pool, cfg: c, fold: c.Fold.WithDefaults(), extractChunk: cmp.Or(c.ExtractChunk, 2000)}, nil
 }
 
-// Pool returns the store's pool.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-// Ping checks that Postgres answers.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
-
 // Evidence returns a conversation's stored evidence. An unknown or deleted
 // conversation is a Record with only its key set.
 func (s *Store) Evidence(ctx context.Context, userID, conversationID string) (evidence.Record, error) {

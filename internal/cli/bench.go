@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -20,9 +21,9 @@ func init() {
 func runBench(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("recall bench", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	databaseURL := fs.String("database-url", or(env.Getenv("DATABASE_URL"), defaultDatabaseURL),
+	databaseURL := fs.String("database-url", cmp.Or(env.Getenv("DATABASE_URL"), defaultDatabaseURL),
 		"Postgres URL; the benchmark creates a database of its own on that server and drops it at the end (env DATABASE_URL)")
-	natsURL := fs.String("nats-url", or(env.Getenv("NATS_URL"), defaultNATSURL),
+	natsURL := fs.String("nats-url", cmp.Or(env.Getenv("NATS_URL"), defaultNATSURL),
 		"NATS server URL; the benchmark uses streams and subjects of its own and deletes them at the end (env NATS_URL)")
 	concurrency := 16
 	if s := env.Getenv("RECALL_CONCURRENCY"); s != "" {

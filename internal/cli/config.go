@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -116,7 +117,7 @@ const (
 // the flags of groups on fs, each with that value as its default.
 func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	str := func(g flagGroup, p *string, name, envName, def, usage string) {
-		*p = or(env.Getenv(envName), def)
+		*p = cmp.Or(env.Getenv(envName), def)
 		if groups&g != 0 {
 			fs.StringVar(p, name, *p, usage+" (env "+envName+")")
 		}
@@ -147,12 +148,12 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 			fs.IntVar(p, name, *p, usage+" (env "+envName+")")
 		}
 	}
-	c.DatabaseURL = or(env.Getenv("DATABASE_URL"), defaultDatabaseURL)
+	c.DatabaseURL = cmp.Or(env.Getenv("DATABASE_URL"), defaultDatabaseURL)
 	c.DatabaseURLSet = env.Getenv("DATABASE_URL") != ""
 	if groups&flagsDB != 0 {
 		fs.Var(redactedFlag{p: &c.DatabaseURL, set: &c.DatabaseURLSet, redact: redact.ConnString}, "database-url", "Postgres URL; the database is created if missing (env DATABASE_URL)")
 	}
-	c.NATSURL = or(env.Getenv("NATS_URL"), defaultNATSURL)
+	c.NATSURL = cmp.Or(env.Getenv("NATS_URL"), defaultNATSURL)
 	if groups&flagsNATS != 0 {
 		fs.Var(redactedFlag{p: &c.NATSURL, redact: redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,9 +38,9 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 	var cfg config
 	fs := newFlags(env, "dev", "")
 	cfg.bind(fs, env, devGroups)
-	dataDir := fs.String("data-dir", or(env.Getenv("RECALL_DEV_DIR"), ".recall-dev"), "folder for the dev NATS store, the private Postgres cluster, the JWT secret and the NATS port (env RECALL_DEV_DIR)")
+	dataDir := fs.String("data-dir", cmp.Or(env.Getenv("RECALL_DEV_DIR"), ".recall-dev"), "folder for the dev NATS store, the private Postgres cluster, the JWT secret and the NATS port (env RECALL_DEV_DIR)")
 	natsPort := fs.Int("nats-port", 4222, "port of the in-process NATS server; by default the port of the last run (kept in the data folder), else 4222, else a free one")
-	pgMode := fs.String("postgres", or(env.Getenv("RECALL_DEV_POSTGRES"), "auto"),
+	pgMode := fs.String("postgres", cmp.Or(env.Getenv("RECALL_DEV_POSTGRES"), "auto"),
 		"auto: DATABASE_URL when set (it must answer), else the default URL when it answers, else a private cluster in the data folder; private: always the private cluster (env RECALL_DEV_POSTGRES)")
 	positional, err := parseArgs(fs, args)
 	if err != nil {
@@ -289,11 +290,4 @@ func portFree(host string, port int) bool {
 	}
 	l.Close()
 	return true
-}
-
-func or(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }

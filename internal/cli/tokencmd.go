@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ func runToken(ctx context.Context, env *Env, args []string) error {
 	service := fs.Bool("service", false, "add the "+token.ServiceScope+" scope: the token acts for any user (keep it on your backend)")
 	ttl := fs.Duration("ttl", time.Hour, "how long the token is valid, a Go duration such as `2m`")
 	cfg.bindJWTSecret(fs, env, true)
-	dataDir := fs.String("data-dir", or(env.Getenv("RECALL_DEV_DIR"), ".recall-dev"), "recall dev's data folder, whose secret signs when neither RECALL_JWT_SECRET nor -jwt-secret-file is set (env RECALL_DEV_DIR)")
+	dataDir := fs.String("data-dir", cmp.Or(env.Getenv("RECALL_DEV_DIR"), ".recall-dev"), "recall dev's data folder, whose secret signs when neither RECALL_JWT_SECRET nor -jwt-secret-file is set (env RECALL_DEV_DIR)")
 	positional, err := parseArgs(fs, args)
 	if err != nil {
 		return err
