@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/recallhq/recall/internal/token"
 )
 
-// ServiceScope is the scope that lets a token act for any user.
-const ServiceScope = "recall:service"
+// ServiceScope is the scope that lets a token act for any user; the one
+// recall's token minting writes.
+const ServiceScope = token.ServiceScope
 
 // claims are the JWT claims the API reads.
 type claims struct {
