@@ -65,7 +65,40 @@ func (h *Handler) authenticate(r *http.Request) (principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return principal{}, errNoToken
 	}
-	token = strings.TrimSpace(token)
+	return h.verify(strings.TrimSpace(token))
+}
+
+// RequireService serves next only to requests that carry a token with the
+// recall:service scope: as a bearer token, or as the password of HTTP basic
+// authentication (any user name), so that a browser can ask for it. Others
+// get 401 (with a basic-authentication challenge) or 403. It guards the
+// operators' pages, such as the River UI.
+func (h *Handler) RequireService(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p principal
+		var err error
+		if _, password, ok := r.BasicAuth(); ok {
+			p, err = h.verify(password)
+		} else {
+			p, err = h.authenticate(r)
+		}
+		if err == nil && !p.service {
+			err = newError(http.StatusForbidden, CodeForbidden, "this page needs a token with the "+ServiceScope+" scope")
+		}
+		if err != nil {
+			status, code, message := toStatus(err)
+			if status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Basic realm="recall operators", charset="UTF-8"`)
+			}
+			writeErrorBody(w, status, code, message)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// verify verifies a token.
+func (h *Handler) verify(token string) (principal, error) {
 	if token == "" {
 		return principal{}, errNoToken
 	}

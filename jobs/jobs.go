@@ -135,7 +135,7 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	rc := &river.Config{
-		Logger:                      riverLogger(c.Logger),
+		Logger:                      RiverLogger(c.Logger),
 		JobTimeout:                  c.JobTimeout,
 		RescueStuckJobsAfter:        c.RescueStuckJobsAfter,
 		CompletedJobRetentionPeriod: c.CompletedJobRetention,

@@ -11,8 +11,9 @@ import (
 // the log. River's warnings and errors keep their level.
 type riverLogHandler struct{ h slog.Handler }
 
-// riverLogger returns the logger River is given.
-func riverLogger(l *slog.Logger) *slog.Logger {
+// RiverLogger returns the logger River is given: l with River's info lines
+// at debug.
+func RiverLogger(l *slog.Logger) *slog.Logger {
 	return slog.New(riverLogHandler{l.Handler()})
 }
 

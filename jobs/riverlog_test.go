@@ -24,7 +24,7 @@ func TestRiverLogger(t *testing.T) {
 				Level:       tt.level,
 				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { return dropTime(a) },
 			}))
-			l := riverLogger(base).With(slog.String("queue", "default"))
+			l := RiverLogger(base).With(slog.String("queue", "default"))
 			l.Info("producer job counts")
 			l.Warn("warning")
 			l.Error("failure")

@@ -67,6 +67,9 @@ type config struct {
 	APIMaxConns int
 	// MaxWaiters bounds the requests waiting for a state change at once.
 	MaxWaiters int
+	// RiverUIAddr is where the River UI listens for operators; "" (the
+	// default) serves none.
+	RiverUIAddr string
 	// APIReadTimeout bounds one read of the HTTP API.
 	APIReadTimeout time.Duration
 	// Profile names the evidence profile (focus or seed).
@@ -158,6 +161,7 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 		fs.Var(redactedFlag{p: &c.NATSURL, redact: redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
 	}
 	str(flagsAPI, &c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the HTTP API listens on")
+	str(flagsAPI, &c.RiverUIAddr, "river-ui-addr", "RECALL_RIVER_UI_ADDR", "", "address of the River UI for operators, behind tokens with the recall:service scope (empty: off)")
 	c.bindJWTSecret(fs, env, groups&flagsAPI != 0)
 	str(flagsStream, &c.Subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
 	str(flagsStream, &c.Stream, "stream", "RECALL_STREAM", defaultStream, "JetStream stream of checkpoint events (created if missing)")

@@ -15,6 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"riverqueue.com/riverui"
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
@@ -117,9 +120,14 @@ type app struct {
 	listener *store.Listener
 	handler  *api.Handler
 	server   *http.Server
+	// uiServer serves the River UI, when asked for; stopUI ends the UI's
+	// background services.
+	uiServer *http.Server
+	stopUI   context.CancelFunc
 	serveErr chan error
-	// Addr is where the API listens, when it runs.
-	Addr string
+	// Addr is where the API listens, when it runs; UIAddr where the River
+	// UI does.
+	Addr, UIAddr string
 }
 
 // start connects to Postgres and NATS, migrates when asked, and starts the
@@ -244,8 +252,53 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			}
 		}()
 		logger.InfoContext(ctx, "read API listening", slog.String("addr", a.Addr))
+		if cfg.RiverUIAddr != "" {
+			if err := a.startRiverUI(ctx, rc); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return a, nil
+}
+
+// startRiverUI serves the River UI on cfg.RiverUIAddr behind the API's
+// service-scope check, over the worker's River client or, in an API-only
+// process, a client that works no jobs.
+func (a *app) startRiverUI(ctx context.Context, rc *river.Client[pgx.Tx]) error {
+	if rc == nil {
+		var err error
+		if rc, err = river.NewClient(riverpgxv5.New(a.pool), &river.Config{Logger: jobs.RiverLogger(a.logger)}); err != nil {
+			return fmt.Errorf("River UI: %w", err)
+		}
+	}
+	ui, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints: riverui.NewEndpoints(rc, nil),
+		// Job arguments carry only a conversation's key, but hide them
+		// until asked all the same.
+		JobListHideArgsByDefault: true,
+		Logger:                   a.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("River UI: %w", err)
+	}
+	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopUI = stopUI
+	if err := ui.Start(uiCtx); err != nil {
+		return fmt.Errorf("River UI: %w", err)
+	}
+	ln, err := net.Listen("tcp", a.cfg.RiverUIAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (RECALL_RIVER_UI_ADDR): %w", a.cfg.RiverUIAddr, err)
+	}
+	a.UIAddr = ln.Addr().String()
+	a.uiServer = api.NewServer(a.cfg.RiverUIAddr, a.handler.RequireService(ui))
+	go func() {
+		if err := a.uiServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.serveErr <- err
+		}
+	}()
+	a.logger.InfoContext(ctx, "River UI listening", slog.String("addr", a.UIAddr))
+	return nil
 }
 
 // newPool connects a pool to dbURL whose connections carry appName. Its
@@ -350,6 +403,16 @@ func (a *app) stop(logger *slog.Logger) error {
 				_ = a.server.Close()
 			}
 		})
+	}
+	if a.uiServer != nil {
+		wg.Go(func() {
+			if err := a.uiServer.Shutdown(ctx); err != nil {
+				_ = a.uiServer.Close()
+			}
+		})
+	}
+	if a.stopUI != nil {
+		defer a.stopUI()
 	}
 	if a.worker != nil {
 		wg.Go(func() {
