@@ -76,25 +76,20 @@ func (e *env) contextScenario(ctx context.Context, res *Result) error {
 	if _, err := postLoad(ctx, hc, srv.url+path, token, body, clients, warm); err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	var rps, baseRPS, ratios, p99s, baseP99s []float64
-	for round := range e.sz.contextRounds {
-		b, err := postLoad(ctx, bc, "http://"+base.Addr+path, "", body, clients, e.sz.contextDuration)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		h, err := postLoad(ctx, hc, srv.url+path, token, body, clients, e.sz.contextDuration)
-		if err != nil {
-			return fmt.Errorf("api: %w", err)
-		}
-		rps, baseRPS, ratios = append(rps, h.rps), append(baseRPS, b.rps), append(ratios, h.rps/b.rps)
-		p99s, baseP99s = append(p99s, ms(h.p99)), append(baseP99s, ms(b.p99))
-		e.progress("context round %d/%d: api %.1f req/s p99 %.1f ms; baseline %.1f req/s p99 %.1f ms; ratio %.2f",
-			round+1, e.sz.contextRounds, h.rps, ms(h.p99), b.rps, ms(b.p99), h.rps/b.rps)
+	pr, err := e.pairedRounds("context", e.sz.contextRounds,
+		func() (readResult, error) {
+			return postLoad(ctx, bc, "http://"+base.Addr+path, "", body, clients, e.sz.contextDuration)
+		},
+		func() (readResult, error) {
+			return postLoad(ctx, hc, srv.url+path, token, body, clients, e.sz.contextDuration)
+		})
+	if err != nil {
+		return err
 	}
 	res.ContextClients = clients
-	res.ContextRequestsPerS, res.ContextBaselineRequestsPerS = median(rps), median(baseRPS)
-	res.ContextRatio = median(ratios)
-	res.ContextP99Ms, res.ContextBaselineP99Ms = median(p99s), median(baseP99s)
+	res.ContextRequestsPerS, res.ContextBaselineRequestsPerS = pr.rps, pr.baseRPS
+	res.ContextRatio = pr.ratio
+	res.ContextP99Ms, res.ContextBaselineP99Ms = pr.p99Ms, pr.baseP99Ms
 	return nil
 }
 

@@ -72,25 +72,20 @@ func (e *env) readScenario(ctx context.Context, res *Result) error {
 	if _, err := readLoad(ctx, hc, srv.url, e.warmKeys, tokens, clients, warm); err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	var rps, baseRPS, ratios, p99s, baseP99s []float64
-	for round := range e.sz.readRounds {
-		b, err := readLoad(ctx, bc, baseURL, e.warmKeys, tokens, clients, e.sz.readDuration)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		h, err := readLoad(ctx, hc, srv.url, e.warmKeys, tokens, clients, e.sz.readDuration)
-		if err != nil {
-			return fmt.Errorf("api: %w", err)
-		}
-		rps, baseRPS, ratios = append(rps, h.rps), append(baseRPS, b.rps), append(ratios, h.rps/b.rps)
-		p99s, baseP99s = append(p99s, ms(h.p99)), append(baseP99s, ms(b.p99))
-		e.progress("read round %d/%d: api %.0f req/s p99 %.2f ms; baseline %.0f req/s p99 %.2f ms; ratio %.2f",
-			round+1, e.sz.readRounds, h.rps, ms(h.p99), b.rps, ms(b.p99), h.rps/b.rps)
+	pr, err := e.pairedRounds("read", e.sz.readRounds,
+		func() (readResult, error) {
+			return readLoad(ctx, bc, baseURL, e.warmKeys, tokens, clients, e.sz.readDuration)
+		},
+		func() (readResult, error) {
+			return readLoad(ctx, hc, srv.url, e.warmKeys, tokens, clients, e.sz.readDuration)
+		})
+	if err != nil {
+		return err
 	}
 	res.ReadClients = clients
-	res.ReadRequestsPerS, res.ReadBaselineRequestsPerS = median(rps), median(baseRPS)
-	res.ReadRatio = median(ratios)
-	res.ReadP99Ms, res.ReadBaselineP99Ms = median(p99s), median(baseP99s)
+	res.ReadRequestsPerS, res.ReadBaselineRequestsPerS = pr.rps, pr.baseRPS
+	res.ReadRatio = pr.ratio
+	res.ReadP99Ms, res.ReadBaselineP99Ms = pr.p99Ms, pr.baseP99Ms
 	return nil
 }
 
@@ -206,4 +201,32 @@ func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Dura
 	}
 	slices.Sort(all)
 	return loadResult{latencies: all, elapsed: elapsed}, nil
+}
+
+// pairedResult holds the medians of rounds of a load on recall beside the
+// same load on its baseline.
+type pairedResult struct {
+	rps, baseRPS, ratio, p99Ms, baseP99Ms float64
+}
+
+// pairedRounds runs rounds of the baseline's load, then recall's, each
+// round's pair in turn so that the machine's drift hits both alike, and
+// returns the medians.
+func (e *env) pairedRounds(name string, rounds int, base, recall func() (readResult, error)) (pairedResult, error) {
+	var rps, baseRPS, ratios, p99s, baseP99s []float64
+	for round := range rounds {
+		b, err := base()
+		if err != nil {
+			return pairedResult{}, fmt.Errorf("baseline: %w", err)
+		}
+		h, err := recall()
+		if err != nil {
+			return pairedResult{}, fmt.Errorf("api: %w", err)
+		}
+		rps, baseRPS, ratios = append(rps, h.rps), append(baseRPS, b.rps), append(ratios, h.rps/b.rps)
+		p99s, baseP99s = append(p99s, ms(h.p99)), append(baseP99s, ms(b.p99))
+		e.progress("%s round %d/%d: api %.1f req/s p99 %.2f ms; baseline %.1f req/s p99 %.2f ms; ratio %.2f",
+			name, round+1, rounds, h.rps, ms(h.p99), b.rps, ms(b.p99), h.rps/b.rps)
+	}
+	return pairedResult{median(rps), median(baseRPS), median(ratios), median(p99s), median(baseP99s)}, nil
 }
