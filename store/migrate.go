@@ -86,9 +86,15 @@ func Migrate(ctx context.Context, databaseURL string, logger *slog.Logger) error
 
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
+	// recall's migrations are independent of each other (each adds its own
+	// tables and columns), so one that a database lacks is applied even
+	// after later ones: a database migrated by a build that carried a later
+	// migration but not an earlier one (two branches deployed in turn) is
+	// completed rather than refused.
 	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
 		goose.WithTableName("recall_schema_migrations"),
-		goose.WithDisableGlobalRegistry(true))
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("load recall migrations: %w", err)
 	}

@@ -316,6 +316,35 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 }
 
+// TestMigrateOutOfOrder: a database that has a later migration but lacks an
+// earlier one (migrated by a build that carried 00004 but not 00003) is
+// completed, not refused.
+func TestMigrateOutOfOrder(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), `
+DROP TABLE recall_archive;
+ALTER TABLE recall_conversation DROP COLUMN view, DROP COLUMN archive_count;
+DELETE FROM recall_schema_migrations WHERE version_id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
+		t.Fatalf("migrate with 00003 missing below 00004: %v", err)
+	}
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM recall_archive`).Scan(&n); err != nil {
+		t.Errorf("the missing migration was not applied: %v", err)
+	}
+}
+
 // TestLargeEventInChunks ingests a snapshot larger than one INSERT carries:
 // the chain runs on across the statements, the fold sees every message, an
 // append event after it is accepted, and each extraction leaves recall
