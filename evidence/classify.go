@@ -134,12 +134,14 @@ func NewClassifier(keywords [3][]string) *Classifier {
 
 var defaultClassifier = NewClassifier(DefaultKeywords)
 
-// FocusKeywords are the focus profile's keywords: DefaultKeywords and the
-// forms people who type fast write without an apostrophe. The seed profile
-// keeps DefaultKeywords exactly.
+// FocusKeywords are the focus profile's keywords: DefaultKeywords, the
+// forms people who type fast write without an apostrophe, and "may not"
+// (which the seed profile left out because it files a whole message by one
+// hedge; focus files each sentence by its own words). The seed profile keeps
+// DefaultKeywords exactly.
 var FocusKeywords = func() [3][]string {
 	k := DefaultKeywords
-	k[Constraints] = append(append([]string(nil), k[Constraints]...), "dont", "cant", "mustnt")
+	k[Constraints] = append(append([]string(nil), k[Constraints]...), "dont", "cant", "mustnt", "may not")
 	return k
 }()
 
