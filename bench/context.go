@@ -12,7 +12,6 @@ import (
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/assemble"
 	"github.com/recallhq/recall/internal/testutil/contexttest"
-	"github.com/recallhq/recall/store"
 )
 
 // contextScenario is scenario 7: assembling the prompt of a model call from
@@ -42,14 +41,7 @@ func (e *env) contextScenario(ctx context.Context, res *Result) error {
 	res.ContextBuildP50Ms, res.ContextBuildP99Ms = ms(percentile(durations, 0.5)), ms(percentile(durations, 0.99))
 	e.progress("context: Build p50 %.2f ms, p99 %.2f ms over %d calls", res.ContextBuildP50Ms, res.ContextBuildP99Ms, len(durations))
 
-	if err := e.stopPipeline(); err != nil {
-		return err
-	}
-	st, err := store.New(e.pool, nil)
-	if err != nil {
-		return err
-	}
-	srv, err := e.startAPI(ctx, st)
+	srv, err := e.startQuietAPI(ctx)
 	if err != nil {
 		return err
 	}

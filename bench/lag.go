@@ -35,6 +35,19 @@ type apiServer struct {
 	secret   []byte
 }
 
+// startQuietAPI stops the pipeline, so that nothing else runs while the API
+// is measured, and serves the API over a store of the run's pool.
+func (e *env) startQuietAPI(ctx context.Context) (*apiServer, error) {
+	if err := e.stopPipeline(); err != nil {
+		return nil, err
+	}
+	st, err := store.New(e.pool, nil)
+	if err != nil {
+		return nil, err
+	}
+	return e.startAPI(ctx, st)
+}
+
 func (e *env) startAPI(ctx context.Context, src api.Source) (*apiServer, error) {
 	s := &apiServer{secret: make([]byte, 32)}
 	_, _ = rand.Read(s.secret)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/api"
-	"github.com/recallhq/recall/store"
 )
 
 // readScenario is scenario 4: GET …/evidence from many loopback clients,
@@ -34,15 +33,7 @@ func (e *env) readScenario(ctx context.Context, res *Result) error {
 			e.warmKeys = append(e.warmKeys, [2]string{u, c})
 		}
 	}
-	// Nothing else runs while the API is measured.
-	if err := e.stopPipeline(); err != nil {
-		return err
-	}
-	st, err := store.New(e.pool, nil)
-	if err != nil {
-		return err
-	}
-	srv, err := e.startAPI(ctx, st)
+	srv, err := e.startQuietAPI(ctx)
 	if err != nil {
 		return err
 	}
