@@ -298,8 +298,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 			r.SearchPath, r.SearchArchiveEntries,
 			evidence.CandidateLimit*(1+int(evidence.TierContext))+evidence.RelevantLimit+evidence.WindowLimit, evidence.CandidateLimit,
 			evidence.CandidateLimit/4, int(evidence.TierContext), evidence.RelevantLimit, evidence.WindowLimit),
-			fmt.Sprintf("a search is one repeatable-read transaction (the conversation's row, the newest entries, the candidates statement above) "+
-				"and the view's choice and rendering in Go, against one primary-key read for GET; it is CPU-bound: %d closed-loop clients "+
+			fmt.Sprintf("a search is one round trip, a repeatable-read batch of the conversation's row and the candidates statement above "+
+				"(the candidates no query picks are kept in memory per conversation, stamped with the row they were read at; a search that finds "+
+				"the row changed reads them too), and the view's choice and rendering in Go, against one primary-key read for GET; it is CPU-bound: %d closed-loop clients "+
 				"on %d CPUs wait about clients ÷ throughput = %.0f ms each (p50 %.0f ms)",
 				r.SearchClients, r.Machine.CPUs, 1000*float64(r.SearchClients)/r.SearchRequestsPerS, r.SearchP50Ms))
 	}

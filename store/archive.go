@@ -3,12 +3,10 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -139,23 +137,53 @@ const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, trunc
 // search's text) and the query, as evidence.Archive.Candidates and
 // evidence.NewQuery do over an archive of count items.
 func candidates(ctx context.Context, db querier, userID, conversationID, request string, count int) (*evidence.Candidates, *evidence.Query, error) {
-	c := &evidence.Candidates{Total: count}
-	recent, err := scanItems(ctx, db, `SELECT `+itemColumns+`, 0 FROM recall_archive
-WHERE user_id = $1 AND conversation_id = $2 ORDER BY idx DESC, span_start DESC LIMIT $3`,
-		userID, conversationID, evidence.CandidateLimit)
+	s, err := readStanding(ctx, db, userID, conversationID, count)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.Recent = recent[0]
-	q := evidence.NewQuery(request, c.Recent)
-	hashes := func(terms []string) []int64 {
-		h := make([]int64, len(terms))
-		for i, t := range terms {
-			h[i] = termHash(userID, conversationID, t)
-		}
-		return h
+	return s.withRelevant(ctx, db, userID, conversationID, request)
+}
+
+// withRelevant reads the items request picks and returns them with s's as
+// a view's candidates, and the query.
+func (s *standing) withRelevant(ctx context.Context, db querier, userID, conversationID, request string) (*evidence.Candidates, *evidence.Query, error) {
+	q := evidence.NewQuery(request, s.recent)
+	lists, err := scanItems(ctx, db, relevantSQL, userID, conversationID,
+		termHashes(userID, conversationID, q.RequestTerms()), termHashes(userID, conversationID, q.WindowTerms()))
+	if err != nil {
+		return nil, nil, err
 	}
-	// Per tier: its oldest, newest and heaviest items (lists 3t, 3t+1, 3t+2).
+	return s.candidates(lists[0], lists[1]), q, nil
+}
+
+// candidates returns s with the items a query picked by its request's
+// terms and by its window's.
+func (s *standing) candidates(byRequest, byWindow []evidence.Item) *evidence.Candidates {
+	return &evidence.Candidates{Total: s.total, Recent: s.recent, Tiers: s.tiers,
+		Relevant: evidence.MergeCandidates(byRequest, byWindow)}
+}
+
+func termHashes(userID, conversationID string, terms []string) []int64 {
+	h := make([]int64, len(terms))
+	for i, t := range terms {
+		h[i] = termHash(userID, conversationID, t)
+	}
+	return h
+}
+
+// relevantSQL reads the newest entries sharing a term with the request
+// ($3, list 0) and with the window only ($4, list 1).
+var relevantSQL = fmt.Sprintf(`(SELECT %[1]s, 0 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $3
+ORDER BY idx DESC, span_start DESC LIMIT %[2]d)
+UNION ALL
+(SELECT %[1]s, 1 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $4
+ORDER BY idx DESC, span_start DESC LIMIT %[3]d)`, itemColumns, evidence.RelevantLimit, evidence.WindowLimit)
+
+// recentList is standingSQL's list number of the newest entries; list
+// 3t+j is tier t's oldest (j 0), newest (1) and heaviest (2) entries.
+const recentList = 3 * int(evidence.TierContext)
+
+var standingSQL = func() string {
 	var sql strings.Builder
 	for t := range evidence.TierContext {
 		for j, order := range []string{"idx, span_start", "idx DESC, span_start DESC", "weight DESC, idx, span_start"} {
@@ -169,23 +197,23 @@ UNION ALL
 `, itemColumns, 3*int(t)+j, t, order, limit)
 		}
 	}
-	// The newest entries sharing a term with the request, and with the
-	// window only.
-	relevant := 3 * int(evidence.TierContext)
-	fmt.Fprintf(&sql, `(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $3
-ORDER BY idx DESC, span_start DESC LIMIT %d)
-UNION ALL
-(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $4
-ORDER BY idx DESC, span_start DESC LIMIT %d)`, itemColumns, relevant, evidence.RelevantLimit, itemColumns, relevant+1, evidence.WindowLimit)
-	lists, err := scanItems(ctx, db, sql.String(), userID, conversationID, hashes(q.RequestTerms()), hashes(q.WindowTerms()))
+	fmt.Fprintf(&sql, `(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2
+ORDER BY idx DESC, span_start DESC LIMIT %d)`, itemColumns, recentList, evidence.CandidateLimit)
+	return sql.String()
+}()
+
+// readStanding reads the candidates no query picks: per tier its oldest,
+// newest and heaviest items, and the newest items.
+func readStanding(ctx context.Context, db querier, userID, conversationID string, count int) (*standing, error) {
+	lists, err := scanItems(ctx, db, standingSQL, userID, conversationID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	s := &standing{total: count, recent: lists[recentList]}
 	for t := range evidence.TierContext {
-		c.Tiers[t] = evidence.MergeCandidates(lists[3*int(t)], lists[3*int(t)+1], lists[3*int(t)+2])
+		s.tiers[t] = evidence.MergeCandidates(lists[3*int(t)], lists[3*int(t)+1], lists[3*int(t)+2])
 	}
-	c.Relevant = evidence.MergeCandidates(lists[relevant], lists[relevant+1])
-	return c, q, nil
+	return s, nil
 }
 
 // scanItems runs a query of itemColumns and a list number, and returns the
@@ -195,6 +223,11 @@ func scanItems(ctx context.Context, db querier, sql string, args ...any) (map[in
 	if err != nil {
 		return nil, fmt.Errorf("read archive: %w", err)
 	}
+	return scanRows(rows)
+}
+
+// scanRows reads rows of itemColumns and a list number, and closes them.
+func scanRows(rows pgx.Rows) (map[int][]evidence.Item, error) {
 	defer rows.Close()
 	lists := make(map[int][]evidence.Item)
 	for rows.Next() {
@@ -237,38 +270,39 @@ func encodeView(shown []evidence.Shown) ([]byte, error) {
 // profile, and for a conversation with no focus view yet, it returns the
 // stored evidence. query is never logged.
 func (s *Store) Search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error) {
-	rec := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var prefix []byte
-		var updated *time.Time
-		var count int
-		err := tx.QueryRow(ctx, `
-SELECT version, "cursor", message_count, prefix_digest, body, view, updated_at, archive_count
-FROM recall_conversation
-WHERE user_id = $1 AND conversation_id = $2 AND deleted_at IS NULL`, userID, conversationID).
-			Scan(&rec.Version, &rec.Cursor, &rec.MessageCount, &prefix, &rec.Body, &rec.View, &updated, &count)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
+	key := searchKey{userID, conversationID}
+	empty := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()}
+	if known := s.searches.get(key); known != nil && s.fold.Profile != evidence.ProfileSeed {
+		rec := empty
+		ok, err := s.searchStanding(ctx, known, &rec, query)
 		if err != nil {
-			return fmt.Errorf("read evidence: %w", err)
+			return evidence.Record{}, err
 		}
-		copy(rec.PrefixDigest[:], prefix)
-		if updated != nil {
-			rec.UpdatedAt = *updated
+		if ok {
+			return rec, nil
+		}
+	}
+	rec := empty
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		stamp, count, found, err := scanConversation(tx.QueryRow(ctx, conversationRow, userID, conversationID), &rec)
+		if err != nil || !found {
+			s.searches.drop(key)
+			return err
 		}
 		if s.fold.Profile == evidence.ProfileSeed || rec.View == nil {
 			return nil
 		}
-		c, q, err := candidates(ctx, tx, userID, conversationID, query, count)
+		known, err := readStanding(ctx, tx, userID, conversationID, count)
 		if err != nil {
 			return err
 		}
-		st := evidence.State{Cursor: rec.Cursor}
-		st.SetView(evidence.SelectView(c, q, s.fold.MaxTokens))
-		rec.Body = evidence.AppendBody(nil, &st, 0)
-		rec.View, err = encodeView(st.Shown)
-		return err
+		known.stamp = stamp
+		c, q, err := known.withRelevant(ctx, tx, userID, conversationID, query)
+		if err != nil {
+			return err
+		}
+		s.searches.put(key, known)
+		return s.selectView(c, q, &rec)
 	})
 	if err != nil {
 		return evidence.Record{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,7 +168,14 @@ func TestArchiveMatchesTheCore(t *testing.T) {
 				if _, err := st.Extract(t.Context(), "u", "c", nil); err != nil {
 					t.Fatal(err)
 				}
-				requireView(t, st, foldWith(t, h[:n], tt.fold))
+				now := foldWith(t, h[:n], tt.fold)
+				requireView(t, st, now)
+				// The first search after an extraction finds the standing
+				// candidates it kept stale; the second uses them.
+				if i%3 == 2 {
+					requireSearch(t, st, now, "the caterer")
+					requireSearch(t, st, now, "venue")
+				}
 			}
 			n := ends[len(ends)-1]
 			if _, err := st.Ingest(t.Context(), snapshot(t, "last", h[:n]), store.Meta{}); err != nil {
@@ -213,7 +221,7 @@ func requireSearch(t *testing.T, st *store.Store, want evidence.State, query str
 	s := evidence.State{Cursor: want.Cursor}
 	s.SetView(evidence.SelectView(want.Archive.Candidates(q), q, evidence.DefaultMaxTokens))
 	if got, wantBody := string(rec.Body), string(evidence.AppendBody(nil, &s, 0)); got != wantBody {
-		t.Errorf("search %q:\n got %s\nwant %s", query, got, wantBody)
+		t.Errorf("search %q (version %d):\n got %s\nwant %s", query, rec.Version, got, wantBody)
 	}
 }
 
@@ -276,8 +284,41 @@ func TestSearchReachesOldEntries(t *testing.T) {
 		t.Fatalf("the archive holds %d entries, want %d", want.Archive.Len(), entries)
 	}
 	requireView(t, st, want)
-	for _, query := range []string{"zeppelin", "lantern", "harbor", "lantern zeppelin", "nothing"} {
+	queries := []string{"zeppelin", "lantern", "harbor", "lantern zeppelin", "nothing"}
+	for _, query := range queries {
 		requireSearch(t, st, want, query)
+	}
+
+	// Concurrent searches share the candidates kept for the conversation
+	// (the race detector watches them) and answer as one search does.
+	bodies := make(map[string]string)
+	for _, query := range queries {
+		rec, err := st.Search(t.Context(), "u", "c", query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[query] = string(rec.Body)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*len(queries))
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range queries {
+				query := queries[(g+i)%len(queries)]
+				rec, err := st.Search(t.Context(), "u", "c", query)
+				switch {
+				case err != nil:
+					errs <- err
+				case string(rec.Body) != bodies[query]:
+					errs <- fmt.Errorf("concurrent search %q answered another view", query)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 
@@ -300,6 +341,11 @@ func TestDeleteClearsTheArchive(t *testing.T) {
 	}
 	if count() == 0 {
 		t.Fatal("extraction archived nothing, so the check below proves nothing")
+	}
+	// A search before the deletion leaves the conversation's candidates
+	// kept in memory; the one after it must not answer from them.
+	if rec, err := tb.store.Search(t.Context(), "u", "c", "venue"); err != nil || rec.Version == 0 {
+		t.Fatalf("search before DELETE: version %d, %v", rec.Version, err)
 	}
 	if err := tb.store.DeleteConversation(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)

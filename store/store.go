@@ -47,6 +47,11 @@ type Config struct {
 	// at once, so that a large snapshot is never held whole. Defaults to
 	// 2000.
 	ExtractChunk int
+	// SearchCache is how many conversations' standing search candidates
+	// (those no query picks) Search keeps in memory, each stamped with the
+	// row version it was read at. Defaults to DefaultSearchCache; negative
+	// keeps none.
+	SearchCache int
 	// Logger receives operational logs; never message text. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -59,6 +64,7 @@ type Store struct {
 	fold evidence.Config // cfg.Fold with its defaults
 
 	extractChunk int
+	searches     *searchCache
 }
 
 // New returns a Store over pool.
@@ -77,7 +83,8 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if c.ExtractChunk < 0 {
 		return nil, fmt.Errorf("store: Config.ExtractChunk is %d: it must be positive, or 0 for the default 2000", c.ExtractChunk)
 	}
-	return &Store{pool: pool, cfg: c, fold: c.Fold.WithDefaults(), extractChunk: cmp.Or(c.ExtractChunk, 2000)}, nil
+	return &Store{pool: pool, cfg: c, fold: c.Fold.WithDefaults(), extractChunk: cmp.Or(c.ExtractChunk, 2000),
+		searches: newSearchCache(cmp.Or(c.SearchCache, DefaultSearchCache))}, nil
 }
 
 // Evidence returns a conversation's stored evidence. An unknown or deleted
