@@ -96,6 +96,7 @@ func (e *env) memoryScenario(ctx context.Context, res *Result) error {
 	res.BigEventMiB = mib(len(data))
 	res.WorkerIdleRSSMiB = mib(idle)
 	res.WorkerRSSBigEventMiB = mib(hwm)
+	res.RSSRatioLarge = res.WorkerRSSBigEventMiB / res.BigEventMiB
 	e.progress("worker RSS: %.1f MiB idle, %.1f MiB peak with one %.1f MiB snapshot (%.1f×)",
 		res.WorkerIdleRSSMiB, res.WorkerRSSBigEventMiB, res.BigEventMiB, res.WorkerRSSBigEventMiB/res.BigEventMiB)
 

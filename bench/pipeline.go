@@ -178,6 +178,8 @@ func (e *env) pipelineScenario(ctx context.Context, res *Result) error {
 	defer noop.stop()
 
 	var rates, baseRates, ratios, extractions []float64
+	var bestRates, commitRates, commitRatios []float64
+	settings := make(map[riverSetting]int)
 	for trial := range e.sz.trials {
 		w := workload{prefix: fmt.Sprintf("p%d", trial), users: e.sz.users, convs: e.sz.convs, turns: e.sz.turns}
 		e.traceAs(fmt.Sprintf("pipeline %d", trial+1))
@@ -197,10 +199,23 @@ func (e *env) pipelineScenario(ctx context.Context, res *Result) error {
 		if err != nil {
 			return err
 		}
-		rates, baseRates, ratios = append(rates, rate), append(baseRates, base), append(ratios, rate/base)
+		e.traceAs(fmt.Sprintf("River at its best %d", trial+1))
+		best, setting, err := e.riverBest(ctx, max(w.events(), e.sz.bestJobs))
+		if err != nil {
+			return err
+		}
+		e.traceAs(fmt.Sprintf("commit limit %d", trial+1))
+		commits, err := e.commitLimit(ctx, e.cfg.Concurrency, e.sz.commitDuration)
+		if err != nil {
+			return err
+		}
+		rates, baseRates, ratios = append(rates, rate), append(baseRates, base), append(ratios, rate/best)
+		bestRates, commitRates, commitRatios = append(bestRates, best), append(commitRates, commits), append(commitRatios, rate/commits)
+		settings[setting]++
 		extractions = append(extractions, ex/float64(w.events()))
-		e.progress("trial %d/%d: pipeline %.0f events/s (%d events, %.2f extractions/event); River no-op %.0f jobs/s; ratio %.2f",
-			trial+1, e.sz.trials, rate, w.events(), ex/float64(w.events()), base, rate/base)
+		e.progress("trial %d/%d: pipeline %.0f events/s (%d events, %.2f extractions/event); River at its best %.0f jobs/s (%v), "+
+			"with recall's settings %.0f jobs/s; commit limit %.0f/s; ratios %.2f and %.2f",
+			trial+1, e.sz.trials, rate, w.events(), ex/float64(w.events()), best, setting, base, commits, rate/best, rate/commits)
 	}
 	if n := notAccepted(p.metrics); n > 0 {
 		e.progress("warning: %.0f events were retried or rejected", n)
@@ -211,6 +226,14 @@ func (e *env) pipelineScenario(ctx context.Context, res *Result) error {
 	res.PipelineEventsPerS = median(rates)
 	res.RiverNoopJobsPerS = median(baseRates)
 	res.PipelineRatio = median(ratios)
+	res.RiverBestJobsPerS = median(bestRates)
+	res.CommitLimitPerS = median(commitRates)
+	res.CommitRatio = median(commitRatios)
+	for s, n := range settings {
+		if n > settings[res.riverBestSetting] || res.RiverBestSetting == "" {
+			res.riverBestSetting, res.RiverBestSetting = s, s.String()
+		}
+	}
 	res.PipelineExtractionsPerEvent = median(extractions)
 	e.pipelineRate = res.PipelineEventsPerS
 
