@@ -179,6 +179,13 @@ UNION ALL
 (SELECT %[1]s, 1 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $4
 ORDER BY idx DESC, span_start DESC LIMIT %[3]d)`, itemColumns, evidence.RelevantLimit, evidence.WindowLimit)
 
+// relevantKeysSQL is relevantSQL reading only the entries' keys.
+var relevantKeysSQL = fmt.Sprintf(`(SELECT idx, span_start, 0 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $3
+ORDER BY idx DESC, span_start DESC LIMIT %[1]d)
+UNION ALL
+(SELECT idx, span_start, 1 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $4
+ORDER BY idx DESC, span_start DESC LIMIT %[2]d)`, evidence.RelevantLimit, evidence.WindowLimit)
+
 // recentList is standingSQL's list number of the newest entries; list
 // 3t+j is tier t's oldest (j 0), newest (1) and heaviest (2) entries.
 const recentList = 3 * int(evidence.TierContext)
@@ -302,6 +309,11 @@ func (s *Store) Search(ctx context.Context, userID, conversationID, query string
 			return err
 		}
 		s.searches.put(key, known)
+		s.searches.items.put(userID, conversationID, known.recent)
+		for t := range known.tiers {
+			s.searches.items.put(userID, conversationID, known.tiers[t])
+		}
+		s.searches.items.put(userID, conversationID, c.Relevant)
 		return s.selectView(c, q, &rec)
 	})
 	if err != nil {

@@ -288,6 +288,17 @@ func TestSearchReachesOldEntries(t *testing.T) {
 	for _, query := range queries {
 		requireSearch(t, st, want, query)
 	}
+	// A store that keeps one conversation's candidates and 256 items
+	// reads most picked items again, by their keys, on every search.
+	small, err := store.New(tb.pool, &store.Config{SearchCache: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for _, query := range queries {
+			requireSearch(t, small, want, query)
+		}
+	}
 
 	// Concurrent searches share the candidates kept for the conversation
 	// (the race detector watches them) and answer as one search does.

@@ -44,13 +44,15 @@ type standing struct {
 	recent []evidence.Item
 }
 
-// searchCache is a least-recently-used map of standing candidates. Its
-// items are never modified once stored: SelectView only reads them.
+// searchCache is a least-recently-used map of standing candidates, and of
+// archive items by their key. Its items are never modified once stored:
+// SelectView only reads them.
 type searchCache struct {
 	max   int
 	mu    sync.Mutex
 	order *list.List // of *cached, most recently used first
 	byKey map[searchKey]*list.Element
+	items *itemCache
 }
 
 type cached struct {
@@ -59,7 +61,90 @@ type cached struct {
 }
 
 func newSearchCache(max int) *searchCache {
-	return &searchCache{max: max, order: list.New(), byKey: make(map[searchKey]*list.Element)}
+	return &searchCache{max: max, order: list.New(), byKey: make(map[searchKey]*list.Element),
+		items: newItemCache(max * itemsPerConversation)}
+}
+
+// itemsPerConversation sizes the item cache: as many items per
+// conversation kept as a search reads at most.
+const itemsPerConversation = evidence.RelevantLimit + evidence.WindowLimit
+
+// An archive item never changes once written: its message lies below the
+// cursor, whose history is fixed, and a deleted conversation is never
+// written again. So a search's relevant entries are read as keys, and
+// only the items the cache lacks are read whole.
+
+// itemKey is an archive item's key.
+type itemKey struct {
+	userID, conversationID string
+	index, start           int
+}
+
+// itemCache is a least-recently-used map of archive items, bounded by
+// their count.
+type itemCache struct {
+	max   int
+	mu    sync.Mutex
+	order *list.List // of *cachedItem, most recently used first
+	byKey map[itemKey]*list.Element
+}
+
+type cachedItem struct {
+	key  itemKey
+	item *evidence.Item
+}
+
+func newItemCache(max int) *itemCache {
+	return &itemCache{max: max, order: list.New(), byKey: make(map[itemKey]*list.Element)}
+}
+
+// get returns the cached items of keys, and the keys it lacks.
+func (c *itemCache) get(keys []itemKey) (items []*evidence.Item, missing []itemKey) {
+	items = make([]*evidence.Item, len(keys))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range keys {
+		if e := c.byKey[k]; e != nil {
+			c.order.MoveToFront(e)
+			items[i] = e.Value.(*cachedItem).item
+			continue
+		}
+		missing = append(missing, k)
+	}
+	return items, missing
+}
+
+func (c *itemCache) put(userID, conversationID string, items []evidence.Item) {
+	if c.max <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range items {
+		k := itemKey{userID, conversationID, items[i].Index, items[i].Span[0]}
+		if e := c.byKey[k]; e != nil {
+			c.order.MoveToFront(e)
+			continue
+		}
+		c.byKey[k] = c.order.PushFront(&cachedItem{key: k, item: &items[i]})
+	}
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		delete(c.byKey, last.Value.(*cachedItem).key)
+		c.order.Remove(last)
+	}
+}
+
+// forget drops a conversation's items (it was deleted).
+func (c *itemCache) forget(userID, conversationID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.byKey {
+		if k.userID == userID && k.conversationID == conversationID {
+			delete(c.byKey, k)
+			c.order.Remove(e)
+		}
+	}
 }
 
 func (c *searchCache) get(k searchKey) *standing {
@@ -95,16 +180,20 @@ func (c *searchCache) put(k searchKey, s *standing) {
 	}
 }
 
-// drop forgets a conversation (deleted, or never written).
+// drop forgets a conversation (deleted, or never written) and its items.
 func (c *searchCache) drop(k searchKey) {
 	if c.max <= 0 {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.byKey[k]; e != nil {
+	e := c.byKey[k]
+	if e != nil {
 		delete(c.byKey, k)
 		c.order.Remove(e)
+	}
+	c.mu.Unlock()
+	if e != nil {
+		c.items.forget(k.userID, k.conversationID)
 	}
 }
 
@@ -137,40 +226,23 @@ func scanConversation(row pgx.Row, rec *evidence.Record) (stamp rowStamp, count 
 }
 
 // searchStanding is Search's fast path: the conversation's row and the
-// entries the query picks, read in one repeatable-read snapshot sent as one
-// batch, and the standing candidates from s. ok is false when the row is
-// no longer the one s was read at (Search then reads everything).
+// keys of the entries the query picks, read in one repeatable-read snapshot
+// sent as one batch; the standing candidates from s, and the picked items
+// from the item cache or, for those it lacks, one more statement. ok is
+// false when the row is no longer the one s was read at, or an item was
+// deleted since (Search then reads everything).
 func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.Record, query string) (ok bool, err error) {
 	q := evidence.NewQuery(query, s.recent)
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	b.Queue(conversationRow, rec.UserID, rec.ConversationID)
-	b.Queue(relevantSQL, rec.UserID, rec.ConversationID,
+	b.Queue(relevantKeysSQL, rec.UserID, rec.ConversationID,
 		termHashes(rec.UserID, rec.ConversationID, q.RequestTerms()),
 		termHashes(rec.UserID, rec.ConversationID, q.WindowTerms()))
 	b.Queue(`COMMIT`)
-	br := st.pool.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return false, fmt.Errorf("read evidence: %w", err)
-	}
-	stamp, count, found, err := scanConversation(br.QueryRow(), rec)
+	stamp, count, found, keys, lists, err := readRelevantKeys(st.pool.SendBatch(ctx, b), rec)
 	if err != nil {
 		return false, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return false, fmt.Errorf("read archive: %w", err)
-	}
-	lists, err := scanRows(rows)
-	if err != nil {
-		return false, err
-	}
-	if _, err := br.Exec(); err != nil {
-		return false, fmt.Errorf("read evidence: %w", err)
-	}
-	if err := br.Close(); err != nil {
-		return false, fmt.Errorf("read evidence: %w", err)
 	}
 	key := searchKey{rec.UserID, rec.ConversationID}
 	switch {
@@ -181,7 +253,75 @@ func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.
 	case stamp != s.stamp || count != s.total:
 		return false, nil
 	}
-	return true, st.selectView(s.candidates(lists[0], lists[1]), q, rec)
+	items, missing := st.searches.items.get(keys)
+	if len(missing) > 0 {
+		if ok, err := st.readMissing(ctx, rec.UserID, rec.ConversationID, missing); !ok || err != nil {
+			return false, err
+		}
+		if items, missing = st.searches.items.get(keys); len(missing) > 0 {
+			return false, nil // evicted at once by other searches: read everything
+		}
+	}
+	var picked [2][]evidence.Item
+	for i, it := range items {
+		picked[lists[i]] = append(picked[lists[i]], *it)
+	}
+	return true, st.selectView(s.candidates(picked[0], picked[1]), q, rec)
+}
+
+// readRelevantKeys reads the results of searchStanding's batch and closes it.
+func readRelevantKeys(br pgx.BatchResults, rec *evidence.Record) (stamp rowStamp, count int, found bool, keys []itemKey, lists []int, err error) {
+	defer br.Close()
+	fail := func(err error) (rowStamp, int, bool, []itemKey, []int, error) {
+		return rowStamp{}, 0, false, nil, nil, fmt.Errorf("read evidence: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return fail(err)
+	}
+	if stamp, count, found, err = scanConversation(br.QueryRow(), rec); err != nil {
+		return rowStamp{}, 0, false, nil, nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return fail(err)
+	}
+	for rows.Next() {
+		k := itemKey{userID: rec.UserID, conversationID: rec.ConversationID}
+		var list int
+		if err := rows.Scan(&k.index, &k.start, &list); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		keys, lists = append(keys, k), append(lists, list)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return fail(err)
+	}
+	if err := br.Close(); err != nil {
+		return fail(err)
+	}
+	return stamp, count, found, keys, lists, nil
+}
+
+// readMissing reads the archive items of keys into the item cache. ok is
+// false when one of them is gone.
+func (st *Store) readMissing(ctx context.Context, userID, conversationID string, keys []itemKey) (ok bool, err error) {
+	idx, start := make([]int32, len(keys)), make([]int32, len(keys))
+	for i, k := range keys {
+		idx[i], start[i] = int32(k.index), int32(k.start)
+	}
+	lists, err := scanItems(ctx, st.pool, `SELECT `+itemColumns+`, 0 FROM recall_archive
+WHERE user_id = $1 AND conversation_id = $2 AND (idx, span_start) IN (SELECT * FROM unnest($3::int[], $4::int[]))`,
+		userID, conversationID, idx, start)
+	if err != nil {
+		return false, err
+	}
+	st.searches.items.put(userID, conversationID, lists[0])
+	return len(lists[0]) == len(keys), nil
 }
 
 // selectView sets rec's body and view to the focus view of c for q.

@@ -71,7 +71,7 @@ func history(n int) []json.RawMessage {
 	return h
 }
 
-func snapshot(t *testing.T, id string, msgs []json.RawMessage) *evidence.Event {
+func snapshot(t testing.TB, id string, msgs []json.RawMessage) *evidence.Event {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": id, "user_id": "u", "conversation_id": "c", "messages": msgs})
 	ev, err := evidence.ParseEvent(b, evidence.Limits{})
