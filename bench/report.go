@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/jobs"
 )
 
 // Result holds a run's figures. Rates and latencies are medians over the
@@ -284,7 +285,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if r.PipelineEvents > 0 {
 		notes = append(notes, fmt.Sprintf("River's no-op baseline is capped near %d jobs/s: one fetch of at most %d jobs (the concurrency) per %v FetchCooldown",
-			int(float64(r.Concurrency)/riverFetchCooldown.Seconds()), r.Concurrency, riverFetchCooldown),
+			int(float64(r.Concurrency)/jobs.FetchCooldown.Seconds()), r.Concurrency, jobs.FetchCooldown),
 			"after scenario 1 the baseline's jobs are deleted and the database vacuumed")
 	}
 	if len(r.Cost) > 0 {
