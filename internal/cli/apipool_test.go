@@ -16,6 +16,7 @@ import (
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/testutil/natstest"
 	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/worker"
 )
 
 // TestAPIHasItsOwnPool: in `recall run`, the read API reads through a pool
@@ -27,7 +28,7 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 	secret := strings.Repeat("s", 32)
 	cfg := &config{
 		DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", JWTSecret: secret,
-		Subject: defaultSubject, Stream: defaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
+		Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
 		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
 		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
 	}

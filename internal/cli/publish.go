@@ -87,7 +87,7 @@ func (f *publishFlags) bind(fs *flag.FlagSet, env *Env) {
 	}
 	f.natsURL = cmp.Or(env.Getenv("NATS_URL"), defaultNATSURL)
 	fs.Var(redactedFlag{p: &f.natsURL, redact: redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
-	str(&f.subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
+	str(&f.subject, "subject", "RECALL_SUBJECT", publisher.DefaultSubject, "NATS subject of checkpoint events")
 	str(&f.apiURL, "api-url", "RECALL_API_URL", defaultAPIURL, "base URL of recall's read API, for --wait")
 	// Secrets are read from the environment after parsing, so that -h
 	// never prints them as defaults.

@@ -34,8 +34,8 @@ import (
 // Subject and Stream are the in-process pipeline's; a bundle on a shared
 // NATS server gets names of its own.
 const (
-	Subject = "recall.checkpoints"
-	Stream  = "RECALL_CHECKPOINTS"
+	Subject = worker.DefaultSubject
+	Stream  = worker.DefaultStream
 )
 
 // Bundle is a database and a NATS server with recall's schema.
