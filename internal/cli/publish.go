@@ -22,8 +22,8 @@ import (
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
+	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/redact"
-	"github.com/recallhq/recall/internal/token"
 	"github.com/recallhq/recall/publisher"
 )
 
@@ -492,7 +492,7 @@ func (f *publishFlags) bearer(userID string, events int) (string, error) {
 		return f.token, nil
 	}
 	ttl := time.Duration(events)*(f.waitTimeout+f.timeout) + time.Minute
-	s, err := token.Sign([]byte(f.jwtSecret), userID, ttl, nil)
+	s, err := apiclient.Sign([]byte(f.jwtSecret), userID, ttl, nil)
 	if err != nil {
 		return "", fmt.Errorf("sign a read API token: %w", err)
 	}

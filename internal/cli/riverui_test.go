@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/testutil/natstest"
 	"github.com/recallhq/recall/internal/testutil/pgtest"
-	"github.com/recallhq/recall/internal/token"
 	"github.com/recallhq/recall/worker"
 )
 
@@ -42,11 +42,11 @@ func TestRiverUI(t *testing.T) {
 			if a.UIAddr == "" || a.UIAddr == a.Addr {
 				t.Fatalf("River UI at %q, API at %q: want an address of its own", a.UIAddr, a.Addr)
 			}
-			service, err := token.Sign([]byte(secret), "ops", time.Hour, &token.Options{Service: true})
+			service, err := apiclient.Sign([]byte(secret), "ops", time.Hour, &apiclient.TokenOptions{Service: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			user, err := token.Sign([]byte(secret), "u", time.Hour, nil)
+			user, err := apiclient.Sign([]byte(secret), "u", time.Hour, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
