@@ -328,8 +328,8 @@ func TestAuth(t *testing.T) {
 		{"own conversation", "Bearer " + userToken(t, "u-42"), 200},
 		{"lower-case scheme", "bearer " + userToken(t, "u-42"), 200},
 		{"service scope string", "Bearer " + sign(t, jwt.MapClaims{"sub": "svc", "exp": exp, "scope": "read recall:service"}), 200},
-		{"service scope list", "Bearer " + sign(t, jwt.MapClaims{"sub": "svc", "exp": exp, "scope": []string{"read", "recall:service"}}), 200},
-		{"service scope without sub", "Bearer " + sign(t, jwt.MapClaims{"exp": exp, "scope": "recall:service"}), 200},
+		{"service scope list", "Bearer " + sign(t, jwt.MapClaims{"sub": "svc", "exp": exp, "scope": []string{"read", apiclient.ServiceScope}}), 200},
+		{"service scope without sub", "Bearer " + sign(t, jwt.MapClaims{"exp": exp, "scope": apiclient.ServiceScope}), 200},
 	}
 	routes := []struct {
 		method, target string

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/testutil/natstest"
 	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/worker"
@@ -44,8 +43,7 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 	if got := a.apiPool.Config().MaxConns; got != 3 {
 		t.Errorf("API pool MaxConns %d, want 3 (RECALL_API_MAX_CONNS)", got)
 	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u", "scope": "recall:service",
-		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	tok, err := apiclient.Sign([]byte(secret), "u", time.Hour, &apiclient.TokenOptions{Service: true})
 	if err != nil {
 		t.Fatal(err)
 	}
