@@ -14,10 +14,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // migrated returns a pool on a fresh migrated database.

@@ -14,8 +14,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 type testBundle struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/natstest"
+	"github.com/recallhq/recall/testutil/natstest"
 	"github.com/recallhq/recall/worker"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/apiclient"
-	"github.com/recallhq/recall/internal/testutil/natstest"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/testutil/pgtest"
 	"github.com/recallhq/recall/worker"
 )
 

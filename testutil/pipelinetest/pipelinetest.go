@@ -23,11 +23,11 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/natstest"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/testutil/pgtest"
 	"github.com/recallhq/recall/worker"
 )
 
