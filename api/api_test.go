@@ -24,8 +24,8 @@ import (
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/metrics"
-	"github.com/recallhq/recall/internal/token"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -73,7 +73,7 @@ func sign(t testing.TB, claims jwt.MapClaims) string {
 
 func userToken(t testing.TB, sub string) string {
 	t.Helper()
-	s, err := token.Sign(secret, sub, time.Hour, nil)
+	s, err := apiclient.Sign(secret, sub, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func userToken(t testing.TB, sub string) string {
 
 func serviceToken(t testing.TB) string {
 	t.Helper()
-	s, err := token.Sign(secret, "svc", time.Hour, &token.Options{Service: true})
+	s, err := apiclient.Sign(secret, "svc", time.Hour, &apiclient.TokenOptions{Service: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,8 +328,8 @@ func TestAuth(t *testing.T) {
 		{"own conversation", "Bearer " + userToken(t, "u-42"), 200},
 		{"lower-case scheme", "bearer " + userToken(t, "u-42"), 200},
 		{"service scope string", "Bearer " + sign(t, jwt.MapClaims{"sub": "svc", "exp": exp, "scope": "read recall:service"}), 200},
-		{"service scope list", "Bearer " + sign(t, jwt.MapClaims{"sub": "svc", "exp": exp, "scope": []string{"read", "recall:service"}}), 200},
-		{"service scope without sub", "Bearer " + sign(t, jwt.MapClaims{"exp": exp, "scope": "recall:service"}), 200},
+		{"service scope list", "Bearer " + sign(t, jwt.MapClaims{"sub": "svc", "exp": exp, "scope": []string{"read", apiclient.ServiceScope}}), 200},
+		{"service scope without sub", "Bearer " + sign(t, jwt.MapClaims{"exp": exp, "scope": apiclient.ServiceScope}), 200},
 	}
 	routes := []struct {
 		method, target string

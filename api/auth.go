@@ -11,12 +11,12 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/recallhq/recall/internal/token"
+	"github.com/recallhq/recall/internal/apiclient"
 )
 
 // ServiceScope is the scope that lets a token act for any user; the one
 // recall's token minting writes.
-const ServiceScope = token.ServiceScope
+const ServiceScope = apiclient.ServiceScope
 
 // claims are the JWT claims the API reads.
 type claims struct {

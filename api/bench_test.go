@@ -20,7 +20,7 @@ import (
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // The benchmark compares GET …/evidence through the whole handler (routing,

@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/recallhq/recall/internal/testutil/contexttest"
+	"github.com/recallhq/recall/testutil/contexttest"
 )
 
 // The context benchmarks post the same 1 MB body (a 200-message checkpoint

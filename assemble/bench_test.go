@@ -7,7 +7,7 @@ import (
 
 	"github.com/recallhq/recall/assemble"
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/contexttest"
+	"github.com/recallhq/recall/testutil/contexttest"
 )
 
 func BenchmarkBuild(b *testing.B) {

@@ -43,6 +43,7 @@ import (
 
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/worker"
 )
 
 // Scenario names, for Config.Scenarios.
@@ -151,7 +152,7 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 	}
 	c.DatabaseURL = cmp.Or(c.DatabaseURL, "postgres://postgres@127.0.0.1:5432/recall?sslmode=disable")
 	c.NATSURL = cmp.Or(c.NATSURL, nats.DefaultURL)
-	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	c.Concurrency = cmp.Or(c.Concurrency, worker.DefaultConcurrency)
 	if c.Concurrency < 1 {
 		return nil, errors.New("bench: Concurrency must be at least 1")
 	}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recallhq/recall/internal/cli"
-	"github.com/recallhq/recall/internal/testutil/natstest"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/cmd/recall/cli"
+	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // childEnv makes this test binary act as the recall command, so that the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/assemble"
-	"github.com/recallhq/recall/internal/testutil/contexttest"
+	"github.com/recallhq/recall/testutil/contexttest"
 )
 
 // contextScenario is scenario 7: assembling the prompt of a model call from

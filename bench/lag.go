@@ -20,8 +20,8 @@ import (
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/metrics"
-	"github.com/recallhq/recall/internal/token"
 	"github.com/recallhq/recall/store"
 )
 
@@ -90,11 +90,11 @@ func (s *apiServer) close() {
 
 // token signs a bearer token for userID ("" for a service token).
 func (s *apiServer) token(userID string) string {
-	sub, opts := userID, &token.Options{}
+	sub, opts := userID, &apiclient.TokenOptions{}
 	if userID == "" {
 		sub, opts.Service = "recall-bench", true
 	}
-	t, err := token.Sign(s.secret, sub, time.Hour, opts)
+	t, err := apiclient.Sign(s.secret, sub, time.Hour, opts)
 	if err != nil {
 		panic(err) // HS256 with a []byte key does not fail
 	}

@@ -16,10 +16,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/jobs"
+	recallpipe "github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/worker"
 )
@@ -31,6 +33,7 @@ type pipeline struct {
 	store   *store.Store
 	river   *river.Client[pgx.Tx]
 	worker  *worker.Worker
+	pipe    *recallpipe.Pipeline
 }
 
 func (e *env) startPipeline(ctx context.Context) (*pipeline, error) {
@@ -38,30 +41,18 @@ func (e *env) startPipeline(ctx context.Context) (*pipeline, error) {
 		return e.pipe, nil
 	}
 	p := &pipeline{metrics: metrics.New()}
-	var rc *river.Client[pgx.Tx]
-	st, err := store.New(e.pool, &store.Config{Logger: e.logger, Enqueue: func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
-		return jobs.Enqueuer(rc)(ctx, tx, userID, conversationID)
-	}})
+	rp, err := recallpipe.New(e.pool, e.nc, &recallpipe.Config{
+		Jobs: &jobs.Config{Workers: e.cfg.Concurrency},
+		Worker: &worker.Config{Stream: e.stream, Subject: e.subject,
+			Durable: "recall-bench-" + e.id, Concurrency: e.cfg.Concurrency},
+		Metrics: p.metrics, Logger: e.logger,
+	})
 	if err != nil {
 		return nil, err
 	}
-	p.store = st
-	if rc, err = jobs.NewClient(e.pool, st, &jobs.Config{Workers: e.cfg.Concurrency, Metrics: p.metrics, Logger: e.logger}); err != nil {
-		return nil, err
-	}
-	p.river = rc
-	if err := rc.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start River: %w", err)
-	}
-	p.worker, err = worker.New(e.nc, st, &worker.Config{Stream: e.stream, Subject: e.subject,
-		Durable: "recall-bench-" + e.id, Concurrency: e.cfg.Concurrency, Metrics: p.metrics, Logger: e.logger})
-	if err != nil {
-		_ = rc.Stop(ctx)
-		return nil, err
-	}
+	p.store, p.river, p.worker, p.pipe = rp.Store, rp.River, rp.Worker, rp
 	e.streams = append(e.streams, e.stream)
-	if err := p.worker.Start(ctx); err != nil {
-		_ = rc.Stop(ctx)
+	if err := rp.Start(ctx); err != nil {
 		return nil, err
 	}
 	e.pipe = p
@@ -71,7 +62,15 @@ func (e *env) startPipeline(ctx context.Context) (*pipeline, error) {
 func (p *pipeline) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return errors.Join(p.worker.Stop(ctx), p.river.Stop(ctx))
+	return p.pipe.Stop(ctx)
+}
+
+// discardJobs is the job inserter of a store that measures without
+// extraction: it inserts nothing.
+type discardJobs struct{}
+
+func (discardJobs) InsertTx(context.Context, pgx.Tx, river.JobArgs, *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	return &rivertype.JobInsertResult{}, nil
 }
 
 func (e *env) stopPipeline() error {
@@ -325,13 +324,6 @@ type noopArgs struct {
 
 const noopQueue = "recall_bench_noop"
 
-// The baseline's River fetch settings: those jobs.NewClient gives recall's
-// extraction queue, so that both wait for jobs alike.
-const (
-	riverFetchCooldown     = 20 * time.Millisecond
-	riverFetchPollInterval = 100 * time.Millisecond
-)
-
 func (noopArgs) Kind() string { return "recall_bench_noop" }
 
 func (noopArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: noopQueue} }
@@ -349,11 +341,12 @@ func (e *env) startNoop(ctx context.Context) (*noopRiver, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[noopArgs]) error { return nil }))
 	client, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
-		Logger:            e.logger,
-		Workers:           workers,
-		Queues:            map[string]river.QueueConfig{noopQueue: {MaxWorkers: e.cfg.Concurrency}},
-		FetchCooldown:     riverFetchCooldown,
-		FetchPollInterval: riverFetchPollInterval,
+		Logger:  e.logger,
+		Workers: workers,
+		Queues:  map[string]river.QueueConfig{noopQueue: {MaxWorkers: e.cfg.Concurrency}},
+		// recall's fetch settings, so that both wait for jobs alike.
+		FetchCooldown:     jobs.FetchCooldown,
+		FetchPollInterval: jobs.FetchPollInterval,
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/jobs"
 )
 
 // Result holds a run's figures. Rates and latencies are medians over the
@@ -214,7 +215,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "  against the commit limit\t\t%.0f single-row commits/s, %d clients\t%.2f\t≥ %.2f %s\t\n",
 			r.CommitLimitPerS, r.Concurrency, r.CommitRatio, TargetCommitRatio, verdict(r.CommitRatio >= TargetCommitRatio))
 		fmt.Fprintf(tw, "  River with recall's settings\t\t%.0f jobs/s (%d workers, FetchCooldown %v)\t\t\t\n",
-			r.RiverNoopJobsPerS, r.Concurrency, riverFetchCooldown)
+			r.RiverNoopJobsPerS, r.Concurrency, jobs.FetchCooldown)
 		fmt.Fprintf(tw, "  coalescing: burst of %d snapshots, 1 conv\t%.0f extractions per 100 (%.0f changed state)\t\t\t< %d %s\t\n",
 			r.CoalesceBurst, r.CoalesceExtractionsPer100, r.CoalesceAppliedPer100, TargetCoalescePer100,
 			verdict(r.CoalesceExtractionsPer100 < TargetCoalescePer100))
@@ -304,8 +305,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 		notes = append(notes, fmt.Sprintf("%d of %d lag samples took over 15s", r.LagTimeouts, r.LagSamples))
 	}
 	if r.PipelineEvents > 0 {
-		notes = append(notes, fmt.Sprintf("River's no-op baseline is capped near %d jobs/s: one fetch of at most %d jobs (the concurrency) per %v FetchCooldown",
-			int(float64(r.Concurrency)/riverFetchCooldown.Seconds()), r.Concurrency, riverFetchCooldown),
+		notes = append(notes, fmt.Sprintf("River with recall's settings is capped near %d jobs/s: one fetch of at most %d jobs (the concurrency) per %v FetchCooldown",
+			int(float64(r.Concurrency)/jobs.FetchCooldown.Seconds()), r.Concurrency, jobs.FetchCooldown),
 			"after scenario 1 the baseline's jobs are deleted and the database vacuumed")
 	}
 	if len(r.Cost) > 0 {

@@ -35,7 +35,7 @@ func (e *env) searchScenario(ctx context.Context, res *Result) error {
 	if err := e.stopPipeline(); err != nil {
 		return err
 	}
-	st, err := store.New(e.pool, &store.Config{Logger: e.logger, Enqueue: func(context.Context, pgx.Tx, string, string) error { return nil }})
+	st, err := store.New(e.pool, &store.Config{Logger: e.logger, Jobs: discardJobs{}})
 	if err != nil {
 		return err
 	}

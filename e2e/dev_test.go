@@ -18,8 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/devpg"
-	"github.com/recallhq/recall/internal/token"
 )
 
 // TestDevWithPostgres runs recall dev against the machine's Postgres, with
@@ -332,7 +332,7 @@ func devSecret(t *testing.T, dataDir string) string {
 // sign returns a token for sub that expires in ttl.
 func sign(t *testing.T, secret, sub string, ttl time.Duration) string {
 	t.Helper()
-	s, err := token.Sign([]byte(secret), sub, ttl, nil)
+	s, err := apiclient.Sign([]byte(secret), sub, ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

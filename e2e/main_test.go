@@ -26,7 +26,7 @@ import (
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // recallBin is the recall binary, built once by TestMain.

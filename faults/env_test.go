@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/internal/testutil/natstest"
+	"github.com/recallhq/recall/testutil/natstest"
 )
 
 // cluster is one scenario's world: a database, an in-process JetStream

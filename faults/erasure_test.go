@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/internal/apiclient"
 )
 
 // markerCount is where a scan found a marker.
@@ -205,7 +206,7 @@ func TestErasure(t *testing.T) {
 
 	// Delete: half through the API, half with delete events.
 	client := &http.Client{Timeout: 30 * time.Second}
-	service := "Bearer " + hs256(map[string]any{"sub": "svc", "scope": "recall:service", "exp": time.Now().Add(time.Hour).Unix()})
+	service := "Bearer " + hs256(map[string]any{"sub": "svc", "scope": apiclient.ServiceScope, "exp": time.Now().Add(time.Hour).Unix()})
 	var late []event
 	for i, cv := range w.Convs {
 		if i%2 == 0 {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/recallhq/recall/internal/apiclient"
 )
 
 const jwtSecret = "faults-secret-5f1d2c0e9a8b7c6d5e4f3a2b1c0d9e8f"
@@ -134,7 +136,7 @@ func TestIsolation(t *testing.T) {
 	// Positive controls: each user reads their own; a service token reads
 	// anyone's.
 	alice := "Bearer " + hs256(userClaims("alice"))
-	service := "Bearer " + hs256(map[string]any{"sub": "svc", "scope": "recall:service", "exp": time.Now().Add(time.Hour).Unix()})
+	service := "Bearer " + hs256(map[string]any{"sub": "svc", "scope": apiclient.ServiceScope, "exp": time.Now().Add(time.Hour).Unix()})
 	if code, body := do("GET", "/v1/users/alice/conversations/alice-c0/evidence", alice); code != 200 || !strings.Contains(body, secretOf("alice")) {
 		t.Fatalf("alice reading her own conversation: %d %s", code, clip(body, 300))
 	}
@@ -176,9 +178,9 @@ func TestIsolation(t *testing.T) {
 		{"alg RS256 header, HMAC signature", "Bearer " + signJWT(map[string]any{"alg": "RS256", "typ": "JWT"}, userClaims("bob"), jwtSecret), 401},
 		{"wrong secret", "Bearer " + signJWT(map[string]any{"alg": "HS256"}, userClaims("bob"), "not-the-secret"), 401},
 		{"expired", "Bearer " + hs256(map[string]any{"sub": "bob", "exp": time.Now().Add(-time.Minute).Unix()}), 401},
-		{"expired service token", "Bearer " + hs256(map[string]any{"sub": "svc", "scope": "recall:service", "exp": time.Now().Add(-time.Minute).Unix()}), 401},
+		{"expired service token", "Bearer " + hs256(map[string]any{"sub": "svc", "scope": apiclient.ServiceScope, "exp": time.Now().Add(-time.Minute).Unix()}), 401},
 		{"missing exp", "Bearer " + hs256(map[string]any{"sub": "bob"}), 401},
-		{"missing exp, service scope", "Bearer " + hs256(map[string]any{"sub": "svc", "scope": "recall:service"}), 401},
+		{"missing exp, service scope", "Bearer " + hs256(map[string]any{"sub": "svc", "scope": apiclient.ServiceScope}), 401},
 		{"exp not a date", "Bearer " + hs256(map[string]any{"sub": "bob", "exp": "tomorrow"}), 401},
 		{"exp null", "Bearer " + hs256(map[string]any{"sub": "bob", "exp": nil}), 401},
 		{"not valid yet", "Bearer " + hs256(map[string]any{"sub": "bob", "exp": exp, "nbf": time.Now().Add(time.Hour).Unix()}), 401},

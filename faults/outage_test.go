@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // outage publishes a workload to workers and, once a share of it is

@@ -22,28 +22,9 @@ import (
 	"github.com/recallhq/recall/store"
 )
 
-// Queue is the River queue extraction jobs run on.
-const Queue = "recall_extract"
-
-// ExtractArgs names the conversation to extract. It carries the key only:
-// the job reads the newest history recall holds, so one job serves every
-// event committed before it takes the conversation's lock.
-type ExtractArgs struct {
-	UserID         string `json:"user_id"`
-	ConversationID string `json:"conversation_id"`
-}
-
-// Kind implements river.JobArgs.
-func (ExtractArgs) Kind() string { return "recall_extract" }
-
-// InsertOpts implements river.JobArgsWithInsertOpts.
-func (ExtractArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 25}
-}
-
 // ExtractWorker runs extraction jobs.
 type ExtractWorker struct {
-	river.WorkerDefaults[ExtractArgs]
+	river.WorkerDefaults[store.ExtractArgs]
 	store   *store.Store
 	metrics *metrics.Metrics
 	logger  *slog.Logger
@@ -51,7 +32,7 @@ type ExtractWorker struct {
 
 // Work folds the conversation's held messages into its evidence and
 // completes the job in the same transaction.
-func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
+func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[store.ExtractArgs]) error {
 	start := time.Now()
 	res, err := w.store.Extract(ctx, job.Args.UserID, job.Args.ConversationID, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
@@ -79,60 +60,150 @@ func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[ExtractArgs]) e
 	return nil
 }
 
+// The defaults of Config, and the fetch settings of every River client
+// recall builds (the bench's baseline uses them too).
+const (
+	// DefaultWorkers bounds the extraction jobs one process runs at once.
+	DefaultWorkers = 16
+	// DefaultJobTimeout bounds one extraction.
+	DefaultJobTimeout = 30 * time.Second
+	// DefaultRescueStuckJobsAfter is how long a job may stay running before
+	// River retries it.
+	DefaultRescueStuckJobsAfter = 45 * time.Second
+	// DefaultSweepInterval is how often the sweep runs.
+	DefaultSweepInterval = 5 * time.Second
+	// DefaultSweepAfter is how old a request must be for the sweep to
+	// enqueue it again: the store's coalescing window, since a request
+	// younger than that still absorbs later events.
+	DefaultSweepAfter = store.DefaultCoalesceWindow
+	// DefaultCompletedJobRetention is how long River keeps completed jobs.
+	DefaultCompletedJobRetention = 5 * time.Minute
+	// DefaultRejectionRetention is how long rejections and tombstones are
+	// kept: 30 days, longer than the stream keeps an unconsumed event.
+	DefaultRejectionRetention = 720 * time.Hour
+	// DefaultPruneInterval is how often the prune runs.
+	DefaultPruneInterval = time.Hour
+
+	// FetchCooldown is River's FetchCooldown for recall's clients. River
+	// sends at most one insert notification per FetchCooldown: a job
+	// inserted within 20ms of a notified one, whose transaction commits
+	// after the fetch that notification caused, waits for the next
+	// notification or the poll below. The inserting client applies it,
+	// so the insert-only client carries it too.
+	FetchCooldown = 20 * time.Millisecond
+	// FetchPollInterval is River's FetchPollInterval for recall's clients.
+	// Events arriving together and then a pause (agents finishing turns at
+	// once) hit the case above, so the poll bounds the lag's tail; 10
+	// cheap queries a second idle.
+	FetchPollInterval = 100 * time.Millisecond
+)
+
 // Config configures the River client.
 type Config struct {
-	// Workers bounds the extraction jobs run at once. Defaults to 16.
+	// Workers bounds the extraction jobs run at once. Defaults to
+	// DefaultWorkers (16).
 	Workers int
-	// JobTimeout bounds one extraction. Defaults to 30s.
+	// JobTimeout bounds one extraction. Defaults to DefaultJobTimeout (30s).
 	JobTimeout time.Duration
 	// RescueStuckJobsAfter is how long a job may stay running (for instance
 	// with a worker that was killed) before River retries it. Defaults to
-	// 45s.
+	// DefaultRescueStuckJobsAfter (45s).
 	RescueStuckJobsAfter time.Duration
 	// SweepInterval is how often the River leader sweeps for extractions
 	// that were requested but never started (see store.Sweep). Defaults to
-	// 5s.
+	// DefaultSweepInterval (5s).
 	SweepInterval time.Duration
-	// SweepAfter is how old such a request must be. Defaults to 10s.
+	// SweepAfter is how old such a request must be. Defaults to
+	// DefaultSweepAfter (10s, the store's coalescing window).
 	SweepAfter time.Duration
 	// CompletedJobRetention is how long River keeps completed jobs; they
 	// carry nothing but a conversation key, and a large job table slows
-	// every completion. Defaults to 5m.
+	// every completion. Defaults to DefaultCompletedJobRetention (5m).
 	CompletedJobRetention time.Duration
 	// RejectionRetention is how long rejection rows, and the tombstones of
 	// deleted conversations, are kept (RECALL_REJECTION_RETENTION).
-	// Defaults to 720h (30 days).
+	// Defaults to DefaultRejectionRetention (720h, 30 days).
 	RejectionRetention time.Duration
 	// PruneInterval is how often the River leader removes what is older
-	// than RejectionRetention. Defaults to 1h.
+	// than RejectionRetention. Defaults to DefaultPruneInterval (1h).
 	PruneInterval time.Duration
-	Metrics       *metrics.Metrics
-	// Logger defaults to discarding.
+	// Metrics, when set, counts and times extractions. Defaults to none.
+	Metrics *metrics.Metrics
+	// Logger receives operational logs; never message text. Defaults to
+	// discarding.
 	Logger *slog.Logger
+}
+
+// WithDefaults returns a copy of c (which may be nil) with every zero
+// field set to its default.
+func (c *Config) WithDefaults() *Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	out.Workers = cmp.Or(out.Workers, DefaultWorkers)
+	out.JobTimeout = cmp.Or(out.JobTimeout, DefaultJobTimeout)
+	out.RescueStuckJobsAfter = cmp.Or(out.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
+	out.SweepInterval = cmp.Or(out.SweepInterval, DefaultSweepInterval)
+	out.SweepAfter = cmp.Or(out.SweepAfter, DefaultSweepAfter)
+	out.CompletedJobRetention = cmp.Or(out.CompletedJobRetention, DefaultCompletedJobRetention)
+	out.RejectionRetention = cmp.Or(out.RejectionRetention, DefaultRejectionRetention)
+	out.PruneInterval = cmp.Or(out.PruneInterval, DefaultPruneInterval)
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &out
+}
+
+// validate reports the first field of a defaulted Config that cannot work,
+// saying how to fix it. River checks the fields it is handed as they are
+// (JobTimeout -1, say, runs jobs without a timeout).
+func (c *Config) validate() error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"SweepInterval", c.SweepInterval}, {"SweepAfter", c.SweepAfter},
+		{"RejectionRetention", c.RejectionRetention}, {"PruneInterval", c.PruneInterval},
+	} {
+		if f.d < 0 {
+			return fmt.Errorf("jobs: Config.%s is %s: it must be positive, or 0 for its default", f.name, f.d)
+		}
+	}
+	if c.Workers < 0 {
+		return fmt.Errorf("jobs: Config.Workers is %d: it must be positive, or 0 for the default %d", c.Workers, DefaultWorkers)
+	}
+	return nil
+}
+
+// NewInserter returns an insert-only River client over pool: it works no
+// jobs, and is what the store enqueues extraction jobs with (store.Config.Jobs).
+func NewInserter(pool *pgxpool.Pool, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	if pool == nil {
+		return nil, errors.New("jobs: NewInserter needs a pgx pool")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:            RiverLogger(logger),
+		FetchCooldown:     FetchCooldown,
+		FetchPollInterval: FetchPollInterval,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: insert-only River client: %w", err)
+	}
+	return client, nil
 }
 
 // NewClient builds the River client that works extraction jobs for st.
 func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[pgx.Tx], error) {
 	if pool == nil || st == nil {
-		return nil, errors.New("jobs: a pool and a store are required")
+		return nil, errors.New("jobs: NewClient needs a pgx pool and a store")
 	}
-	var c Config
-	if cfg != nil {
-		c = *cfg
-	}
-	c.Workers = cmp.Or(c.Workers, 16)
-	c.JobTimeout = cmp.Or(c.JobTimeout, 30*time.Second)
-	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, 45*time.Second)
-	c.SweepInterval = cmp.Or(c.SweepInterval, 5*time.Second)
-	c.SweepAfter = cmp.Or(c.SweepAfter, 10*time.Second)
-	c.CompletedJobRetention = cmp.Or(c.CompletedJobRetention, 5*time.Minute)
-	c.RejectionRetention = cmp.Or(c.RejectionRetention, DefaultRejectionRetention)
-	c.PruneInterval = cmp.Or(c.PruneInterval, time.Hour)
-	if c.RejectionRetention < 0 || c.PruneInterval < 0 {
-		return nil, errors.New("jobs: RejectionRetention and PruneInterval must be positive, or 0 for their defaults")
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	rc := &river.Config{
 		Logger:                      RiverLogger(c.Logger),
@@ -161,15 +232,9 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
 	rc.Workers = workers
-	rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: c.Workers}}
-	rc.FetchCooldown = 20 * time.Millisecond
-	// River sends at most one insert notification per FetchCooldown:
-	// a job inserted within 20ms of a notified one, whose transaction
-	// commits after the fetch that notification caused, waits for
-	// the next notification or this poll. Events arriving together
-	// and then a pause (agents finishing turns at once) hit that, so
-	// the poll bounds the lag's tail; 10 cheap queries a second idle.
-	rc.FetchPollInterval = 100 * time.Millisecond
+	rc.Queues = map[string]river.QueueConfig{store.ExtractQueue: {MaxWorkers: c.Workers}}
+	rc.FetchCooldown = FetchCooldown
+	rc.FetchPollInterval = FetchPollInterval
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: River client: %w", err)
@@ -183,7 +248,7 @@ type periodic struct{}
 
 // InsertOpts implements river.JobArgsWithInsertOpts.
 func (periodic) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+	return river.InsertOpts{Queue: store.ExtractQueue, MaxAttempts: 1}
 }
 
 // SweepArgs is the periodic job that heals conversations whose extraction
@@ -216,10 +281,6 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	}
 	return nil
 }
-
-// DefaultRejectionRetention is how long rejections and tombstones are kept
-// by default: 30 days, longer than the stream keeps an unconsumed event.
-const DefaultRejectionRetention = 720 * time.Hour
 
 // PruneArgs is the periodic job that removes rejections and tombstones
 // older than the retention.
@@ -260,15 +321,6 @@ func (w *PruneWorker) Work(ctx context.Context, job *river.Job[PruneArgs]) error
 			slog.Int("rows", total), slog.Duration("retention", w.retention))
 	}
 	return nil
-}
-
-// Enqueuer returns the store.Enqueuer that inserts extraction jobs with
-// client, inside the ingest transaction.
-func Enqueuer(client *river.Client[pgx.Tx]) store.Enqueuer {
-	return func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
-		_, err := client.InsertTx(ctx, tx, ExtractArgs{UserID: userID, ConversationID: conversationID}, nil)
-		return err
-	}
 }
 
 // retryPolicy retries quickly at first (a Postgres blip), then backs off to

@@ -14,9 +14,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // migrated returns a pool on a fresh migrated database.
@@ -37,17 +38,13 @@ func migrated(t *testing.T) *pgxpool.Pool {
 func setup(t *testing.T) (*pgxpool.Pool, *store.Store, *river.Client[pgx.Tx]) {
 	t.Helper()
 	pool := migrated(t)
-	var rc *river.Client[pgx.Tx]
-	st, err := store.New(pool, &store.Config{Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
-		return jobs.Enqueuer(rc)(ctx, tx, u, c)
-	}})
+	p, err := pipeline.New(pool, nil, &pipeline.Config{
+		Jobs: &jobs.Config{Workers: 2, SweepInterval: 100 * time.Millisecond, SweepAfter: 200 * time.Millisecond},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err = jobs.NewClient(pool, st, &jobs.Config{Workers: 2, SweepInterval: 100 * time.Millisecond, SweepAfter: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, rc := p.Store, p.River
 	return pool, st, rc
 }
 
@@ -78,7 +75,7 @@ func TestExtractJob(t *testing.T) {
 	if _, err := st.Ingest(t.Context(), event(t, "We must ship by Friday.", "ok", "next"), store.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	job := rivertest.RequireInserted(t.Context(), t, riverpgxv5.New(pool), jobs.ExtractArgs{UserID: "u", ConversationID: "c"}, &rivertest.RequireInsertedOpts{Queue: jobs.Queue})
+	job := rivertest.RequireInserted(t.Context(), t, riverpgxv5.New(pool), store.ExtractArgs{UserID: "u", ConversationID: "c"}, &rivertest.RequireInsertedOpts{Queue: store.ExtractQueue})
 	if err := rc.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

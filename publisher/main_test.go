@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 // runServer starts an in-process NATS server with JetStream for an example,
-// which has no *testing.T for internal/testutil/natstest, and creates the
+// which has no *testing.T for testutil/natstest, and creates the
 // stream recall's workers would create. stop shuts it down and removes its
 // data.
 func runServer() (url string, stop func()) {

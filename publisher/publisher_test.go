@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/natstest"
 	"github.com/recallhq/recall/publisher"
+	"github.com/recallhq/recall/testutil/natstest"
 )
 
 const (

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/store"
@@ -128,10 +125,7 @@ func newStoreChunked(t *testing.T, tb *testBundle, fold *evidence.Config, chunk 
 	st, err := store.New(tb.pool, &store.Config{
 		Fold:         fold,
 		ExtractChunk: chunk,
-		Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
-			_, err := tx.Exec(ctx, `INSERT INTO test_enqueued VALUES ($1, $2)`, u, c)
-			return err
-		},
+		Jobs:         tableInserter{},
 	})
 	if err != nil {
 		t.Fatal(err)

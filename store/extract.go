@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,24 +10,6 @@ import (
 
 	"github.com/recallhq/recall/evidence"
 )
-
-// NotifyChannel is the Postgres channel on which every state change is
-// announced, with NotifyPayload as payload.
-const NotifyChannel = "recall_state"
-
-// Notification is the payload of a state change announcement. It carries
-// the key and the new cursor, never message text.
-type Notification struct {
-	UserID         string `json:"user_id"`
-	ConversationID string `json:"conversation_id"`
-	Cursor         int    `json:"cursor"`
-}
-
-// NotifyPayload encodes a Notification.
-func NotifyPayload(userID, conversationID string, cursor int) string {
-	b, _ := json.Marshal(Notification{UserID: userID, ConversationID: conversationID, Cursor: cursor})
-	return string(b)
-}
 
 // ExtractResult is the outcome of Extract.
 type ExtractResult struct {

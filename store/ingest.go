@@ -41,8 +41,8 @@ type Meta struct {
 // be applied (prefix_mismatch, deleted) are recorded as rejections in the
 // same transaction. An error means nothing was recorded: the caller retries.
 func (s *Store) Ingest(ctx context.Context, ev *evidence.Event, meta Meta) (Result, error) {
-	if s.cfg.Enqueue == nil && ev.Kind != evidence.KindDelete {
-		return Result{}, errors.New("store: Config.Enqueue is required for ingest")
+	if s.cfg.Jobs == nil && ev.Kind != evidence.KindDelete {
+		return Result{}, errors.New("store: Config.Jobs is required for ingest: give it an insert-only River client")
 	}
 	var res Result
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -119,7 +119,7 @@ WHERE user_id = $1 AND conversation_id = $2`,
 		return Result{}, fmt.Errorf("update conversation: %w", err)
 	}
 	if enqueue {
-		if err := s.cfg.Enqueue(ctx, tx, ev.UserID, ev.ConversationID); err != nil {
+		if err := s.enqueue(ctx, tx, ev.UserID, ev.ConversationID); err != nil {
 			return Result{}, fmt.Errorf("enqueue extraction: %w", err)
 		}
 	}

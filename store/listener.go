@@ -33,6 +33,24 @@ const (
 	listenerWakeSpread = time.Second
 )
 
+// NotifyChannel is the Postgres channel on which every state change is
+// announced, with NotifyPayload as payload.
+const NotifyChannel = "recall_state"
+
+// Notification is the payload of a state change announcement. It carries
+// the key and the new cursor, never message text.
+type Notification struct {
+	UserID         string `json:"user_id"`
+	ConversationID string `json:"conversation_id"`
+	Cursor         int    `json:"cursor"`
+}
+
+// NotifyPayload encodes a Notification.
+func NotifyPayload(userID, conversationID string, cursor int) string {
+	b, _ := json.Marshal(Notification{UserID: userID, ConversationID: conversationID, Cursor: cursor})
+	return string(b)
+}
+
 // Listener fans the state change announcements on NotifyChannel out to
 // in-process subscribers. One Listener holds one dedicated connection,
 // however many requests wait on it: subscribing costs no query.

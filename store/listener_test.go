@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 type listenerBundle struct {

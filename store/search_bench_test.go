@@ -1,15 +1,13 @@
 package store_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/pgtest"
 	"github.com/recallhq/recall/store"
 )
 
@@ -27,7 +25,10 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	writer, err := store.New(pool, &store.Config{Enqueue: func(context.Context, pgx.Tx, string, string) error { return nil }})
+	if _, err := pool.Exec(b.Context(), `CREATE TABLE test_enqueued (user_id text, conversation_id text)`); err != nil {
+		b.Fatal(err)
+	}
+	writer, err := store.New(pool, &store.Config{Jobs: tableInserter{}})
 	if err != nil {
 		b.Fatal(err)
 	}

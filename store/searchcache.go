@@ -13,10 +13,6 @@ import (
 	"github.com/recallhq/recall/evidence"
 )
 
-// DefaultSearchCache is how many conversations' standing candidates a Store
-// keeps for Search by default.
-const DefaultSearchCache = 64
-
 // A search's candidates are of two kinds: those its query picks (the
 // entries that share a term with it) and those it does not (each tier's
 // oldest, newest and heaviest entries, and the newest entries, which also

@@ -27,25 +27,36 @@ import (
 	"github.com/recallhq/recall/evidence"
 )
 
-// Enqueuer inserts the extraction job of a conversation inside tx.
-type Enqueuer func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error
+// The defaults of Config.
+const (
+	// DefaultCoalesceWindow is how long a requested extraction absorbs later
+	// events of its conversation. The sweep's age (jobs.DefaultSweepAfter)
+	// is the same window.
+	DefaultCoalesceWindow = 10 * time.Second
+	// DefaultExtractChunk is how many held messages an extraction reads and
+	// folds at once.
+	DefaultExtractChunk = 2000
+	// DefaultSearchCache is how many conversations' standing candidates a
+	// Store keeps for Search.
+	DefaultSearchCache = 64
+)
 
 // Config configures a Store.
 type Config struct {
-	// Enqueue inserts extraction jobs; ingest calls it in its transaction.
-	// Required for Ingest.
-	Enqueue Enqueuer
+	// Jobs inserts extraction jobs in ingest's and Sweep's transactions.
+	// Required for Ingest and Sweep; a store that only reads needs none.
+	Jobs JobInserter
 	// Fold is the evidence profile, its bounds and heuristics. Defaults to
 	// the focus profile with its default bounds.
 	Fold *evidence.Config
 	// CoalesceWindow is how long an enqueued extraction that has not started
 	// yet absorbs later events of its conversation; after it, ingest enqueues
 	// another (which also covers a job lost with a crashed worker until River
-	// rescues it). Defaults to 10s.
+	// rescues it). Defaults to DefaultCoalesceWindow (10s).
 	CoalesceWindow time.Duration
 	// ExtractChunk is how many held messages an extraction reads and folds
 	// at once, so that a large snapshot is never held whole. Defaults to
-	// 2000.
+	// DefaultExtractChunk (2000).
 	ExtractChunk int
 	// SearchCache is how many conversations' standing search candidates
 	// (those no query picks) Search keeps in memory, each stamped with the
@@ -67,24 +78,42 @@ type Store struct {
 	searches     *searchCache
 }
 
+// WithDefaults returns a copy of c (which may be nil) with every zero
+// field set to its default.
+func (c *Config) WithDefaults() *Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	out.CoalesceWindow = cmp.Or(out.CoalesceWindow, DefaultCoalesceWindow)
+	out.ExtractChunk = cmp.Or(out.ExtractChunk, DefaultExtractChunk)
+	out.SearchCache = cmp.Or(out.SearchCache, DefaultSearchCache)
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &out
+}
+
+// validate reports the first field of a defaulted Config that cannot work,
+// saying how to fix it.
+func (c *Config) validate() error {
+	if c.ExtractChunk < 0 {
+		return fmt.Errorf("store: Config.ExtractChunk is %d: it must be positive, or 0 for the default %d", c.ExtractChunk, DefaultExtractChunk)
+	}
+	return nil
+}
+
 // New returns a Store over pool.
 func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if pool == nil {
-		return nil, errors.New("store: a pgx pool is required")
+		return nil, errors.New("store: New needs a pgx pool")
 	}
-	var c Config
-	if cfg != nil {
-		c = *cfg
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
-	c.CoalesceWindow = cmp.Or(c.CoalesceWindow, 10*time.Second)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.ExtractChunk < 0 {
-		return nil, fmt.Errorf("store: Config.ExtractChunk is %d: it must be positive, or 0 for the default 2000", c.ExtractChunk)
-	}
-	return &Store{pool: pool, cfg: c, fold: c.Fold.WithDefaults(), extractChunk: cmp.Or(c.ExtractChunk, 2000),
-		searches: newSearchCache(cmp.Or(c.SearchCache, DefaultSearchCache))}, nil
+	return &Store{pool: pool, cfg: *c, fold: c.Fold.WithDefaults(), extractChunk: c.ExtractChunk,
+		searches: newSearchCache(c.SearchCache)}, nil
 }
 
 // Evidence returns a conversation's stored evidence. An unknown or deleted

@@ -10,16 +10,18 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 type testBundle struct {
 	pool  *pgxpool.Pool
 	store *store.Store
-	// enqueued counts Enqueue calls of committed ingests.
+	// enqueued counts the extraction jobs committed ingests inserted.
 	enqueued func() int
 }
 
@@ -40,10 +42,7 @@ func setup(t *testing.T, window time.Duration) *testBundle {
 	}
 	st, err := store.New(pool, &store.Config{
 		CoalesceWindow: window,
-		Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
-			_, err := tx.Exec(ctx, `INSERT INTO test_enqueued VALUES ($1, $2)`, u, c)
-			return err
-		},
+		Jobs:           tableInserter{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -479,4 +478,14 @@ func TestSweep(t *testing.T) {
 	if n := sweep(); n != 0 {
 		t.Errorf("swept %d after the extraction ran, want 0", n)
 	}
+}
+
+// tableInserter records each extraction job in test_enqueued, inside the
+// caller's transaction, so that a rolled-back ingest leaves no job behind.
+type tableInserter struct{}
+
+func (tableInserter) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, _ *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	a := args.(store.ExtractArgs)
+	_, err := tx.Exec(ctx, `INSERT INTO test_enqueued VALUES ($1, $2)`, a.UserID, a.ConversationID)
+	return &rivertype.JobInsertResult{}, err
 }

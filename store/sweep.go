@@ -14,8 +14,8 @@ import (
 // queue. Rows locked by a running extraction or ingest are skipped, so a
 // live job is never doubled. It returns how many it enqueued, at most limit.
 func (s *Store) Sweep(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
-	if s.cfg.Enqueue == nil {
-		return 0, fmt.Errorf("store: Config.Enqueue is required for Sweep")
+	if s.cfg.Jobs == nil {
+		return 0, fmt.Errorf("store: Config.Jobs is required for Sweep: give it an insert-only River client")
 	}
 	n := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -42,7 +42,7 @@ RETURNING c.user_id, c.conversation_id`, olderThan, limit)
 			return err
 		}
 		for _, k := range keys {
-			if err := s.cfg.Enqueue(ctx, tx, k.user, k.conv); err != nil {
+			if err := s.enqueue(ctx, tx, k.user, k.conv); err != nil {
 				return err
 			}
 		}

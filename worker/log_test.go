@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	pt "github.com/recallhq/recall/internal/testutil/pipelinetest"
+	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.

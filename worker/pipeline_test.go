@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/evidence"
-	pt "github.com/recallhq/recall/internal/testutil/pipelinetest"
+	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
 type corpusConversation struct {

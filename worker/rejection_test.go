@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/evidence"
-	pt "github.com/recallhq/recall/internal/testutil/pipelinetest"
+	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
 func msg(id, role, content string) json.RawMessage {

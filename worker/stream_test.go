@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/evidence"
-	pt "github.com/recallhq/recall/internal/testutil/pipelinetest"
+	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
 // streamMessages returns the data of every message the stream still stores.

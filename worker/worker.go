@@ -26,6 +26,7 @@ import (
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
+	"github.com/recallhq/recall/publisher"
 	"github.com/recallhq/recall/store"
 )
 
@@ -35,17 +36,43 @@ type Ingester interface {
 	Reject(ctx context.Context, r store.Rejection) error
 }
 
+// The defaults of Config.
+const (
+	// DefaultStream is the JetStream stream of checkpoint events.
+	DefaultStream = "RECALL_CHECKPOINTS"
+	// DefaultSubject is the checkpoint subject, the one the publisher
+	// package publishes to.
+	DefaultSubject = publisher.DefaultSubject
+	// DefaultDurable is the durable consumer every worker process shares.
+	DefaultDurable = "recall-worker"
+	// DefaultConcurrency bounds the events one process handles at once.
+	DefaultConcurrency = 16
+	// DefaultGapTimeout is how long an append event that starts after the
+	// history recall holds is retried before it is rejected as gap.
+	DefaultGapTimeout = 10 * time.Second
+	// DefaultDuplicates is the stream's deduplication window.
+	DefaultDuplicates = 2 * time.Minute
+	// DefaultMaxAge bounds how long the stream keeps an unconsumed event.
+	DefaultMaxAge = 7 * 24 * time.Hour
+	// DefaultReplicas is the stream's replica count.
+	DefaultReplicas = 1
+	// DefaultAckWait is how long JetStream waits for an acknowledgement.
+	DefaultAckWait = 20 * time.Second
+)
+
 // Config configures a Worker.
 type Config struct {
 	// Stream is the JetStream stream, created or updated on Start. Defaults
-	// to RECALL_CHECKPOINTS.
+	// to DefaultStream (RECALL_CHECKPOINTS).
 	Stream string
-	// Subject is the checkpoint subject. Defaults to recall.checkpoints.
+	// Subject is the checkpoint subject. Defaults to DefaultSubject
+	// (recall.checkpoints).
 	Subject string
 	// Durable is the durable consumer shared by every worker process.
-	// Defaults to recall-worker.
+	// Defaults to DefaultDurable (recall-worker).
 	Durable string
-	// Concurrency bounds the events handled at once. Defaults to 16.
+	// Concurrency bounds the events handled at once. Defaults to
+	// DefaultConcurrency (16).
 	Concurrency int
 	// Limits bound the events accepted. Defaults to evidence's defaults.
 	Limits evidence.Limits
@@ -67,10 +94,42 @@ type Config struct {
 	// Handlers that run longer tell JetStream they are in progress.
 	// Defaults to 20s.
 	AckWait time.Duration
-	// Metrics, when set, counts events by outcome.
+	// Metrics, when set, counts events by outcome. Defaults to none.
 	Metrics *metrics.Metrics
-	// Logger defaults to discarding. It never receives message text.
+	// Logger receives operational logs; never message text. Defaults to
+	// discarding.
 	Logger *slog.Logger
+}
+
+// WithDefaults returns a copy of c (which may be nil) with every zero
+// field set to its default.
+func (c *Config) WithDefaults() *Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	out.Stream = cmp.Or(out.Stream, DefaultStream)
+	out.Subject = cmp.Or(out.Subject, DefaultSubject)
+	out.Durable = cmp.Or(out.Durable, DefaultDurable)
+	out.Concurrency = cmp.Or(out.Concurrency, DefaultConcurrency)
+	out.GapTimeout = cmp.Or(out.GapTimeout, DefaultGapTimeout)
+	out.Duplicates = cmp.Or(out.Duplicates, DefaultDuplicates)
+	out.MaxAge = cmp.Or(out.MaxAge, DefaultMaxAge)
+	out.Replicas = cmp.Or(out.Replicas, DefaultReplicas)
+	out.AckWait = cmp.Or(out.AckWait, DefaultAckWait)
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &out
+}
+
+// validate reports the first field of a defaulted Config that cannot work,
+// saying how to fix it.
+func (c *Config) validate() error {
+	if c.Concurrency < 1 {
+		return fmt.Errorf("worker: Config.Concurrency is %d: it must be at least 1, or 0 for the default %d", c.Concurrency, DefaultConcurrency)
+	}
+	return nil
 }
 
 // Worker consumes checkpoint events.
@@ -107,30 +166,15 @@ func New(nc *nats.Conn, ing Ingester, cfg *Config) (*Worker, error) {
 	if nc == nil || ing == nil {
 		return nil, errors.New("worker: a NATS connection and an ingester are required")
 	}
-	var c Config
-	if cfg != nil {
-		c = *cfg
-	}
-	c.Stream = cmp.Or(c.Stream, "RECALL_CHECKPOINTS")
-	c.Subject = cmp.Or(c.Subject, "recall.checkpoints")
-	c.Durable = cmp.Or(c.Durable, "recall-worker")
-	c.Concurrency = cmp.Or(c.Concurrency, 16)
-	c.GapTimeout = cmp.Or(c.GapTimeout, 10*time.Second)
-	c.Duplicates = cmp.Or(c.Duplicates, 2*time.Minute)
-	c.MaxAge = cmp.Or(c.MaxAge, 7*24*time.Hour)
-	c.Replicas = cmp.Or(c.Replicas, 1)
-	c.AckWait = cmp.Or(c.AckWait, 20*time.Second)
-	if c.Concurrency < 1 {
-		return nil, errors.New("worker: Concurrency must be at least 1")
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("worker: JetStream: %w", err)
 	}
-	return &Worker{js: js, nc: nc, ing: ing, cfg: c, logger: c.Logger,
+	return &Worker{js: js, nc: nc, ing: ing, cfg: *c, logger: c.Logger,
 		termReason: serverAtLeast(nc.ConnectedServerVersion(), 2, 10, 4)}, nil
 }
 

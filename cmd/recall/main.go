@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/recallhq/recall/internal/cli"
+	"github.com/recallhq/recall/cmd/recall/cli"
 )
 
 func main() {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/recallhq/recall/bench"
+	"github.com/recallhq/recall/worker"
 )
 
 func init() {
@@ -25,7 +26,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		"Postgres URL; the benchmark creates a database of its own on that server and drops it at the end (env DATABASE_URL)")
 	natsURL := fs.String("nats-url", cmp.Or(env.Getenv("NATS_URL"), defaultNATSURL),
 		"NATS server URL; the benchmark uses streams and subjects of its own and deletes them at the end (env NATS_URL)")
-	concurrency := 16
+	concurrency := worker.DefaultConcurrency
 	if s := env.Getenv("RECALL_CONCURRENCY"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil {
 			concurrency = n

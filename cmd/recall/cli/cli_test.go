@@ -16,8 +16,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // runCLI runs recall with args and environment env and returns the exit

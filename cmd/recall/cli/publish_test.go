@@ -18,7 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/natstest"
+	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/worker"
 )
 
 const publishTestHistory = `{"user_id":"u-42","conversation_id":"c-7","messages":[
@@ -48,7 +49,7 @@ func setupPublish(t *testing.T) *publishBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: defaultStream, Subjects: []string{defaultSubject}})
+	stream, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: worker.DefaultStream, Subjects: []string{worker.DefaultSubject}})
 	if err != nil {
 		t.Fatal(err)
 	}

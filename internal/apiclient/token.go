@@ -1,9 +1,10 @@
-// Package token signs recall's bearer tokens: HS256 JWTs signed with
-// RECALL_JWT_SECRET, whose sub is the user the token acts for, with exp, and
-// whose scope holds recall:service when the token may act for any user.
-// The CLI (recall token, recall dev, recall publish --wait), the benchmarks
-// and the tests sign through it; the API verifies them (package api).
-package token
+// Package apiclient is the small client of recall's read API that the CLI,
+// the benchmarks and the tests share: it signs bearer tokens (HS256 JWTs
+// signed with RECALL_JWT_SECRET, whose sub is the user the token acts for,
+// with exp, and whose scope holds recall:service when the token may act for
+// any user; the API verifies them, package api) and waits for a
+// conversation's evidence to reach a cursor.
+package apiclient
 
 import (
 	"errors"
@@ -15,8 +16,8 @@ import (
 // ServiceScope is the scope of a token that acts for any user.
 const ServiceScope = "recall:service"
 
-// Options are the optional parts of a token.
-type Options struct {
+// TokenOptions are the optional parts of a token.
+type TokenOptions struct {
 	// Service adds the recall:service scope: the token acts for any user.
 	// Defaults to false.
 	Service bool
@@ -28,11 +29,11 @@ type Options struct {
 // Sign returns an HS256 JWT for subject that expires ttl after it is
 // issued. A negative ttl makes a token that has already expired (for
 // tests).
-func Sign(secret []byte, subject string, ttl time.Duration, opts *Options) (string, error) {
+func Sign(secret []byte, subject string, ttl time.Duration, opts *TokenOptions) (string, error) {
 	if len(secret) == 0 {
-		return "", errors.New("token: the secret is empty: set RECALL_JWT_SECRET")
+		return "", errors.New("apiclient: the secret is empty: set RECALL_JWT_SECRET")
 	}
-	var o Options
+	var o TokenOptions
 	if opts != nil {
 		o = *opts
 	}

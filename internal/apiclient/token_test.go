@@ -1,4 +1,4 @@
-package token_test
+package apiclient_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/recallhq/recall/internal/token"
+	"github.com/recallhq/recall/internal/apiclient"
 )
 
 func TestSign(t *testing.T) {
@@ -17,12 +17,12 @@ func TestSign(t *testing.T) {
 		name      string
 		subject   string
 		ttl       time.Duration
-		opts      *token.Options
+		opts      *apiclient.TokenOptions
 		wantScope any
 		wantValid bool
 	}{
 		{"user", "u-42", 2 * time.Minute, nil, nil, true},
-		{"service", "svc", time.Hour, &token.Options{Service: true}, "recall:service", true},
+		{"service", "svc", time.Hour, &apiclient.TokenOptions{Service: true}, "recall:service", true},
 		{"expired", "u-42", -time.Minute, nil, nil, false},
 	}
 	for _, tt := range tests {
@@ -30,10 +30,10 @@ func TestSign(t *testing.T) {
 			t.Parallel()
 			opts := tt.opts
 			if opts == nil {
-				opts = &token.Options{}
+				opts = &apiclient.TokenOptions{}
 			}
 			opts.Now = now
-			s, err := token.Sign(secret, tt.subject, tt.ttl, opts)
+			s, err := apiclient.Sign(secret, tt.subject, tt.ttl, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestSign(t *testing.T) {
 			}
 		})
 	}
-	if _, err := token.Sign(nil, "u", time.Minute, nil); err == nil {
+	if _, err := apiclient.Sign(nil, "u", time.Minute, nil); err == nil {
 		t.Error("an empty secret signed a token")
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/token"
+	"github.com/recallhq/recall/internal/apiclient"
 )
 
 func init() {
@@ -18,7 +18,7 @@ func init() {
 func runToken(ctx context.Context, env *Env, args []string) error {
 	var cfg config
 	fs := newFlags(env, "token", "USER_ID")
-	service := fs.Bool("service", false, "add the "+token.ServiceScope+" scope: the token acts for any user (keep it on your backend)")
+	service := fs.Bool("service", false, "add the "+apiclient.ServiceScope+" scope: the token acts for any user (keep it on your backend)")
 	ttl := fs.Duration("ttl", time.Hour, "how long the token is valid, a Go duration such as `2m`")
 	cfg.bindJWTSecret(fs, env, true)
 	dataDir := fs.String("data-dir", cmp.Or(env.Getenv("RECALL_DEV_DIR"), ".recall-dev"), "recall dev's data folder, whose secret signs when neither RECALL_JWT_SECRET nor -jwt-secret-file is set (env RECALL_DEV_DIR)")
@@ -49,7 +49,7 @@ func runToken(ctx context.Context, env *Env, args []string) error {
 	if err := cfg.loadJWTSecret(); err != nil {
 		return err
 	}
-	s, err := token.Sign([]byte(cfg.JWTSecret), user, *ttl, &token.Options{Service: *service})
+	s, err := apiclient.Sign([]byte(cfg.JWTSecret), user, *ttl, &apiclient.TokenOptions{Service: *service})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"riverqueue.com/riverui"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/worker"
 )
@@ -114,9 +114,7 @@ type app struct {
 	pool     *pgxpool.Pool
 	apiPool  *pgxpool.Pool // the read API's own, when it runs
 	nc       *nats.Conn
-	store    *store.Store
-	river    *river.Client[pgx.Tx]
-	worker   *worker.Worker
+	pipe     *pipeline.Pipeline // the worker's, when it runs
 	listener *store.Listener
 	handler  *api.Handler
 	server   *http.Server
@@ -168,41 +166,25 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redact.ConnString(cfg.NATSURL), err)
 	}
-	// The store enqueues with the River client, and the client's worker
-	// extracts with the store: the enqueuer binds to the client once built.
-	var rc *river.Client[pgx.Tx]
-	enqueue := func(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
-		return jobs.Enqueuer(rc)(ctx, tx, userID, conversationID)
-	}
 	fold, err := cfg.foldConfig()
 	if err != nil {
 		return nil, err
 	}
-	a.store, err = store.New(a.pool, &store.Config{Logger: logger, Enqueue: enqueue, Fold: fold})
-	if err != nil {
-		return nil, err
-	}
 	if r.worker {
-		rc, err = jobs.NewClient(a.pool, a.store, &jobs.Config{Workers: cfg.Concurrency,
-			RejectionRetention: cfg.RejectionRetention, Metrics: m, Logger: logger})
-		if err != nil {
-			return nil, err
-		}
-		a.river = rc
-		if err := a.river.Start(ctx); err != nil {
-			return nil, fmt.Errorf("start River: %w", err)
-		}
-		a.worker, err = worker.New(a.nc, a.store, &worker.Config{
-			Stream: cfg.Stream, Subject: cfg.Subject, Concurrency: cfg.Concurrency,
-			Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout,
+		p, err := pipeline.New(a.pool, a.nc, &pipeline.Config{
+			Store: &store.Config{Fold: fold},
+			Jobs:  &jobs.Config{Workers: cfg.Concurrency, RejectionRetention: cfg.RejectionRetention},
+			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Concurrency: cfg.Concurrency,
+				Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
 			Metrics: m, Logger: logger,
 		})
 		if err != nil {
 			return nil, err
 		}
-		if err := a.worker.Start(ctx); err != nil {
+		if err := p.Start(ctx); err != nil {
 			return nil, err
 		}
+		a.pipe = p
 	}
 	if r.api {
 		if a.apiPool, err = newPool(ctx, cfg.DatabaseURL, "recall_api", int32(max(cfg.APIMaxConns, 1)), 0); err != nil {
@@ -253,6 +235,10 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		}()
 		logger.InfoContext(ctx, "read API listening", slog.String("addr", a.Addr))
 		if cfg.RiverUIAddr != "" {
+			var rc *river.Client[pgx.Tx]
+			if a.pipe != nil {
+				rc = a.pipe.River
+			}
 			if err := a.startRiverUI(ctx, rc); err != nil {
 				return nil, err
 			}
@@ -267,7 +253,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 func (a *app) startRiverUI(ctx context.Context, rc *river.Client[pgx.Tx]) error {
 	if rc == nil {
 		var err error
-		if rc, err = river.NewClient(riverpgxv5.New(a.pool), &river.Config{Logger: jobs.RiverLogger(a.logger)}); err != nil {
+		if rc, err = jobs.NewInserter(a.pool, a.logger); err != nil {
 			return fmt.Errorf("River UI: %w", err)
 		}
 	}
@@ -414,22 +400,8 @@ func (a *app) stop(logger *slog.Logger) error {
 	if a.stopUI != nil {
 		defer a.stopUI()
 	}
-	if a.worker != nil {
-		wg.Go(func() {
-			if err := a.worker.Stop(ctx); err != nil {
-				logger.Warn("worker drain", slog.String("error", err.Error()))
-			}
-		})
-	}
-	if a.river != nil {
-		wg.Go(func() {
-			if err := a.river.Stop(ctx); err != nil {
-				logger.Warn("jobs did not finish in time; cancelling them (River retries them later)", slog.String("error", err.Error()))
-				hard, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = a.river.StopAndCancel(hard)
-			}
-		})
+	if a.pipe != nil {
+		wg.Go(func() { _ = a.pipe.Stop(ctx) })
 	}
 	wg.Wait()
 	if a.listener != nil {

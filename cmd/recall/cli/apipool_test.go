@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/natstest"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
+	"github.com/recallhq/recall/internal/apiclient"
+	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/worker"
 )
 
 // TestAPIHasItsOwnPool: in `recall run`, the read API reads through a pool
@@ -27,7 +27,7 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 	secret := strings.Repeat("s", 32)
 	cfg := &config{
 		DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", JWTSecret: secret,
-		Subject: defaultSubject, Stream: defaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
+		Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
 		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
 		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
 	}
@@ -43,8 +43,7 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 	if got := a.apiPool.Config().MaxConns; got != 3 {
 		t.Errorf("API pool MaxConns %d, want 3 (RECALL_API_MAX_CONNS)", got)
 	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u", "scope": "recall:service",
-		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	tok, err := apiclient.Sign([]byte(secret), "u", time.Hour, &apiclient.TokenOptions{Service: true})
 	if err != nil {
 		t.Fatal(err)
 	}

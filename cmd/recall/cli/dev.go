@@ -20,10 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/devpg"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/internal/redact"
-	"github.com/recallhq/recall/internal/token"
 )
 
 func init() {
@@ -232,7 +232,7 @@ func readDevSecret(dataDir string) (string, error) {
 
 // serviceToken signs an HS256 token whose scope acts for any user.
 func serviceToken(secret string, ttl time.Duration) (string, error) {
-	return token.Sign([]byte(secret), "recall-dev", ttl, &token.Options{Service: true})
+	return apiclient.Sign([]byte(secret), "recall-dev", ttl, &apiclient.TokenOptions{Service: true})
 }
 
 // natsPortFile, in the data folder, holds the port of the last run's NATS.

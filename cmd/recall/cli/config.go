@@ -18,6 +18,7 @@ import (
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/worker"
 )
 
 // Defaults of the configuration.
@@ -25,8 +26,6 @@ const (
 	defaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/recall?sslmode=disable"
 	defaultNATSURL         = "nats://127.0.0.1:4222"
 	defaultHTTPAddr        = "127.0.0.1:8080"
-	defaultSubject         = "recall.checkpoints"
-	defaultStream          = "RECALL_CHECKPOINTS"
 	defaultShutdownTimeout = 30 * time.Second
 )
 
@@ -163,12 +162,12 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	str(flagsAPI, &c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the HTTP API listens on")
 	str(flagsAPI, &c.RiverUIAddr, "river-ui-addr", "RECALL_RIVER_UI_ADDR", "", "address of the River UI for operators, behind tokens with the recall:service scope (empty: off)")
 	c.bindJWTSecret(fs, env, groups&flagsAPI != 0)
-	str(flagsStream, &c.Subject, "subject", "RECALL_SUBJECT", defaultSubject, "NATS subject of checkpoint events")
-	str(flagsStream, &c.Stream, "stream", "RECALL_STREAM", defaultStream, "JetStream stream of checkpoint events (created if missing)")
+	str(flagsStream, &c.Subject, "subject", "RECALL_SUBJECT", worker.DefaultSubject, "NATS subject of checkpoint events")
+	str(flagsStream, &c.Stream, "stream", "RECALL_STREAM", worker.DefaultStream, "JetStream stream of checkpoint events (created if missing)")
 	dur(flagsShutdown, &c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
 	str(flagsLog, &c.LogFormat, "log-format", "RECALL_LOG_FORMAT", "text", "log format: text or json")
 	str(flagsLog, &c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
-	num(flagsWorker, &c.Concurrency, "concurrency", "RECALL_CONCURRENCY", 16, "events handled at once and extraction workers")
+	num(flagsWorker, &c.Concurrency, "concurrency", "RECALL_CONCURRENCY", worker.DefaultConcurrency, "events handled at once and extraction workers")
 	num(flagsLimits, &c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
 	str(flagsProfile, &c.Profile, "evidence-profile", "RECALL_EVIDENCE_PROFILE", string(evidence.ProfileFocus), "evidence profile: focus (sentences, an archive, a view per request) or seed (the seed system's rules exactly)")
 	num(flagsProfile, &c.ArchiveMaxEntries, "archive-max-entries", "RECALL_ARCHIVE_MAX_ENTRIES", evidence.DefaultMaxArchiveEntries, "entries a conversation's archive keeps (focus profile); the oldest recent_context entries go first")

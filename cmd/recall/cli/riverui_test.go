@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/natstest"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
-	"github.com/recallhq/recall/internal/token"
+	"github.com/recallhq/recall/internal/apiclient"
+	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/worker"
 )
 
 // TestRiverUI serves the River UI on its own address, in an API-only
@@ -28,7 +29,7 @@ func TestRiverUI(t *testing.T) {
 			secret := strings.Repeat("s", 32)
 			cfg := &config{
 				DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", RiverUIAddr: "127.0.0.1:0",
-				JWTSecret: secret, Subject: defaultSubject, Stream: defaultStream, ShutdownTimeout: 5 * time.Second,
+				JWTSecret: secret, Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second,
 				Concurrency: 2, MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 2, MaxWaiters: 10,
 				Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
 			}
@@ -41,11 +42,11 @@ func TestRiverUI(t *testing.T) {
 			if a.UIAddr == "" || a.UIAddr == a.Addr {
 				t.Fatalf("River UI at %q, API at %q: want an address of its own", a.UIAddr, a.Addr)
 			}
-			service, err := token.Sign([]byte(secret), "ops", time.Hour, &token.Options{Service: true})
+			service, err := apiclient.Sign([]byte(secret), "ops", time.Hour, &apiclient.TokenOptions{Service: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			user, err := token.Sign([]byte(secret), "u", time.Hour, nil)
+			user, err := apiclient.Sign([]byte(secret), "u", time.Hour, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

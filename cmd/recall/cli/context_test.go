@@ -110,7 +110,7 @@ func TestContextCommandErrors(t *testing.T) {
 // The worked example in docs/context.md is the command's real output.
 func TestContextCommandDocExample(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "context.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "context.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestContextCommandDocExample(t *testing.T) {
 		t.Fatalf("docs/context.md has no %q block", strings.TrimSpace(start))
 	}
 	want, _, _ := strings.Cut(block, "```")
-	got, err := runContextCmd(t, "", filepath.Join("..", "..", "docs", "context-example.json"))
+	got, err := runContextCmd(t, "", filepath.Join("..", "..", "..", "docs", "context-example.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

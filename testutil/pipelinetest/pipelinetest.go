@@ -23,18 +23,19 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/internal/testutil/natstest"
-	"github.com/recallhq/recall/internal/testutil/pgtest"
 	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/testutil/pgtest"
 	"github.com/recallhq/recall/worker"
 )
 
 // Subject and Stream are the in-process pipeline's; a bundle on a shared
 // NATS server gets names of its own.
 const (
-	Subject = "recall.checkpoints"
-	Stream  = "RECALL_CHECKPOINTS"
+	Subject = worker.DefaultSubject
+	Stream  = worker.DefaultStream
 )
 
 // Bundle is a database and a NATS server with recall's schema.
@@ -133,6 +134,7 @@ type Worker struct {
 	Worker  *worker.Worker
 	NC      *nats.Conn
 	pool    *pgxpool.Pool
+	pipe    *pipeline.Pipeline
 	stopped bool
 }
 
@@ -153,32 +155,22 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 		capture := slog.NewTextHandler(lockedWriter{&b.logMu, &b.logs}, &slog.HandlerOptions{Level: slog.LevelDebug})
 		logger = slog.New(teeHandler{logger.Handler(), capture})
 	}
-	var rc *river.Client[pgx.Tx]
-	st, err := store.New(pool, &store.Config{Logger: logger, Enqueue: func(ctx context.Context, tx pgx.Tx, u, c string) error {
-		return jobs.Enqueuer(rc)(ctx, tx, u, c)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err = jobs.NewClient(pool, st, &jobs.Config{Workers: concurrency, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	nc, err := nats.Connect(b.NATSURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(nc, st, &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, AckWait: b.AckWait, Logger: logger})
+	p, err := pipeline.New(pool, nc, &pipeline.Config{
+		Jobs:   &jobs.Config{Workers: concurrency},
+		Worker: &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, AckWait: b.AckWait},
+		Logger: logger,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Start(ctx); err != nil {
+	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wk := &Worker{Store: st, River: rc, Worker: w, NC: nc, pool: pool}
+	wk := &Worker{Store: p.Store, River: p.River, Worker: p.Worker, NC: nc, pool: pool, pipe: p}
 	t.Cleanup(func() { wk.Stop() })
 	return wk
 }
@@ -191,8 +183,7 @@ func (w *Worker) Stop() {
 	w.stopped = true
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = w.Worker.Stop(ctx)
-	_ = w.River.Stop(ctx)
+	_ = w.pipe.Stop(ctx)
 	w.NC.Close()
 	w.pool.Close()
 }
