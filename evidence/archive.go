@@ -297,6 +297,11 @@ type Archive struct {
 	items []Item // oldest first
 }
 
+// ArchiveOf returns the archive that holds items, oldest first (as a
+// store reads them back, ordered by index and span): the archive must
+// have been built by Add. It keeps items.
+func ArchiveOf(items []Item) *Archive { return &Archive{items: items} }
+
 // Len returns the number of items.
 func (a *Archive) Len() int {
 	if a == nil {

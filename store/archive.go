@@ -58,15 +58,32 @@ func addToArchive(ctx context.Context, tx pgx.Tx, userID, conversationID string,
 	for i := range items {
 		keys[i] = keyHash(items[i].Key)
 	}
-	tag, err := tx.Exec(ctx, `DELETE FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND key_hash = ANY($3)`,
+	// The restated entries' deletion and the first insert go in one round
+	// trip; a large extraction's further inserts follow one at a time.
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND key_hash = ANY($3)`,
 		userID, conversationID, keys)
+	first := min(archiveChunk, len(items))
+	queueItems(b, userID, conversationID, items[:first], keys)
+	br := tx.SendBatch(ctx, b)
+	tag, err := br.Exec()
 	if err != nil {
+		br.Close()
 		return 0, fmt.Errorf("replace restated entries: %w", err)
 	}
 	count -= int(tag.RowsAffected())
-	for lo := 0; lo < len(items); lo += archiveChunk {
-		if err := insertItems(ctx, tx, userID, conversationID, items[lo:min(lo+archiveChunk, len(items))], keys[lo:]); err != nil {
-			return 0, err
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return 0, fmt.Errorf("store archive entries: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return 0, fmt.Errorf("store archive entries: %w", err)
+	}
+	for lo := first; lo < len(items); lo += archiveChunk {
+		b := &pgx.Batch{}
+		queueItems(b, userID, conversationID, items[lo:min(lo+archiveChunk, len(items))], keys[lo:])
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return 0, fmt.Errorf("store archive entries: %w", err)
 		}
 	}
 	count += len(items)
@@ -93,7 +110,8 @@ WHERE a.user_id = $1 AND a.conversation_id = $2 AND a.idx = gone.idx AND a.span_
 	return count, nil
 }
 
-func insertItems(ctx context.Context, tx pgx.Tx, userID, conversationID string, items []evidence.Item, keys []int64) error {
+// queueItems queues the insert of items, whose key hashes keys begins with.
+func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.Item, keys []int64) {
 	n := len(items)
 	idx, start, end := make([]int32, n), make([]int32, n), make([]int32, n)
 	roles, terms, hashes := make([]string, n), make([]string, n), make([]string, n)
@@ -116,7 +134,7 @@ func insertItems(ctx context.Context, tx pgx.Tx, userID, conversationID string, 
 		}
 		hashes[i] = string(hb)
 	}
-	_, err := tx.Exec(ctx, `
+	b.Queue(`
 INSERT INTO recall_archive (user_id, conversation_id, idx, span_start, span_end, role, message_id, excerpt,
     truncated, bucket, tier, weight, key_hash, terms, term_hashes)
 SELECT $1, $2, t.idx, t.s, t.e, t.role, t.id, t.excerpt, t.truncated, t.bucket, t.tier, t.weight, t.key_hash,
@@ -125,10 +143,6 @@ FROM unnest($3::int[], $4::int[], $5::int[], $6::text[], $7::bytea[], $8::bytea[
     $11::int2[], $12::int2[], $13::int8[], $14::text[], $15::text[])
     AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, weight, key_hash, terms, hashes)`,
 		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys[:n], terms, hashes)
-	if err != nil {
-		return fmt.Errorf("store archive entries: %w", err)
-	}
-	return nil
 }
 
 const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, weight, array_to_string(terms, ' ')`
@@ -137,12 +151,28 @@ const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, trunc
 // search's text) and the query, as evidence.Archive.Candidates and
 // evidence.NewQuery do over an archive of count items.
 func candidates(ctx context.Context, db querier, userID, conversationID, request string, count int) (*evidence.Candidates, *evidence.Query, error) {
+	if count <= smallArchive {
+		// Reading it whole is one plain range scan, no longer than the
+		// candidate statements' reads.
+		lists, err := scanItems(ctx, db, `SELECT `+itemColumns+`, 0 FROM recall_archive
+WHERE user_id = $1 AND conversation_id = $2 ORDER BY idx, span_start`, userID, conversationID)
+		if err != nil {
+			return nil, nil, err
+		}
+		a := evidence.ArchiveOf(lists[0])
+		q := evidence.NewQuery(request, a.Recent(evidence.WindowItems))
+		return a.Candidates(q), q, nil
+	}
 	s, err := readStanding(ctx, db, userID, conversationID, count)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s.withRelevant(ctx, db, userID, conversationID, request)
 }
+
+// smallArchive is the size up to which an extraction reads its archive
+// whole and selects the candidates in Go (evidence.Archive.Candidates).
+const smallArchive = evidence.RelevantLimit + evidence.WindowLimit
 
 // withRelevant reads the items request picks and returns them with s's as
 // a view's candidates, and the query.

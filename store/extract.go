@@ -99,13 +99,22 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 		state = evidence.State{Cursor: row.cursor, PrefixDigest: row.prefix}
 	}
 	archiveCount := row.archiveCount
+	focus := s.fold.Profile != evidence.ProfileSeed
+	var request evidence.Message // request k, read with the last chunk
 	for lo := row.cursor; lo < k; lo += s.extractChunk {
 		hi := min(lo+s.extractChunk, k)
-		msgs, chains, err := loadPending(ctx, tx, userID, conversationID, lo, hi)
+		end := hi
+		if focus && hi == k {
+			end = k + 1
+		}
+		msgs, chains, err := loadPending(ctx, tx, userID, conversationID, lo, end)
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		if s.fold.Profile == evidence.ProfileSeed {
+		if end > hi {
+			request, msgs, chains = msgs[len(msgs)-1], msgs[:len(msgs)-1], chains[:len(chains)-1]
+		}
+		if !focus {
 			state.Summarise(msgs, chains[len(chains)-1], nil, &s.fold)
 			continue
 		}
@@ -117,12 +126,8 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 	}
 	state.Version = row.version + 1
 	var view []byte
-	if s.fold.Profile != evidence.ProfileSeed {
-		request, _, err := loadPending(ctx, tx, userID, conversationID, k, k+1)
-		if err != nil {
-			return ExtractResult{}, err
-		}
-		c, q, err := candidates(ctx, tx, userID, conversationID, evidence.RequestText(&request[0]), archiveCount)
+	if focus {
+		c, q, err := candidates(ctx, tx, userID, conversationID, evidence.RequestText(&request), archiveCount)
 		if err != nil {
 			return ExtractResult{}, err
 		}
