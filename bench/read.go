@@ -194,6 +194,62 @@ func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Dura
 	return loadResult{latencies: all, elapsed: elapsed}, nil
 }
 
+// httpPaced sends requests from clients goroutines at rate requests per
+// second in all, for d, each at its scheduled time (one goroutine sends
+// every clients/rate seconds), and returns each request's latency from its
+// scheduled time, so that a slow answer delays the next request's clock
+// and counts against it (no coordinated omission).
+func httpPaced(ctx context.Context, client *http.Client, clients int, rate float64, d time.Duration, newRequest func(g, i int) *http.Request) (loadResult, error) {
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	every := time.Duration(float64(clients) / rate * float64(time.Second))
+	start := time.Now()
+	for g := range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			var err error
+			for i := 0; ctx.Err() == nil; i++ {
+				at := start.Add(time.Duration(g)*every/time.Duration(clients) + time.Duration(i)*every)
+				if at.Sub(start) >= d {
+					break
+				}
+				time.Sleep(time.Until(at))
+				resp, rerr := client.Do(newRequest(g, i))
+				if rerr != nil {
+					err = rerr
+					break
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mine = append(mine, time.Since(at))
+				if resp.StatusCode != http.StatusOK || n < 100 {
+					err = fmt.Errorf("status %d, %d bytes", resp.StatusCode, n)
+					break
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, mine...)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return loadResult{}, firstErr
+	}
+	if len(all) == 0 {
+		return loadResult{}, errors.New("no request completed")
+	}
+	slices.Sort(all)
+	return loadResult{latencies: all, elapsed: time.Since(start)}, nil
+}
+
 // pairedResult holds the medians of rounds of a load on recall beside the
 // same load on its baseline.
 type pairedResult struct {
