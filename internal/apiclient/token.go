@@ -8,6 +8,7 @@ package apiclient
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -15,6 +16,11 @@ import (
 
 // ServiceScope is the scope of a token that acts for any user.
 const ServiceScope = "recall:service"
+
+// MinSecretBytes is the shortest secret Sign signs with, and the shortest
+// the HTTP API accepts: a shorter one falls to an offline brute force from
+// any token it signed.
+const MinSecretBytes = 32
 
 // TokenOptions are the optional parts of a token.
 type TokenOptions struct {
@@ -30,8 +36,11 @@ type TokenOptions struct {
 // issued. A negative ttl makes a token that has already expired (for
 // tests).
 func Sign(secret []byte, subject string, ttl time.Duration, opts *TokenOptions) (string, error) {
-	if len(secret) == 0 {
+	switch {
+	case len(secret) == 0:
 		return "", errors.New("apiclient: the secret is empty: set RECALL_JWT_SECRET")
+	case len(secret) < MinSecretBytes:
+		return "", fmt.Errorf("apiclient: the secret is %d bytes: it must be at least %d (the API refuses shorter ones)", len(secret), MinSecretBytes)
 	}
 	var o TokenOptions
 	if opts != nil {

@@ -54,4 +54,7 @@ func TestSign(t *testing.T) {
 	if _, err := apiclient.Sign(nil, "u", time.Minute, nil); err == nil {
 		t.Error("an empty secret signed a token")
 	}
+	if _, err := apiclient.Sign(secret[:apiclient.MinSecretBytes-1], "u", time.Minute, nil); err == nil {
+		t.Errorf("a secret of %d bytes signed a token", apiclient.MinSecretBytes-1)
+	}
 }

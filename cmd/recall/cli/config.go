@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/recallhq/recall/internal/apiclient"
 	"io"
 	"log/slog"
 	"os"
@@ -202,7 +203,7 @@ func (c *config) logger(w io.Writer) (*slog.Logger, error) {
 
 // MinJWTSecretBytes is the shortest HS256 secret the HTTP API accepts: a
 // shorter one falls to an offline brute force from any token it signed.
-const MinJWTSecretBytes = 32
+const MinJWTSecretBytes = apiclient.MinSecretBytes
 
 // jwtSecretHint says how to make a good secret.
 const jwtSecretHint = "make one with `openssl rand -hex 32` and export it as RECALL_JWT_SECRET, or write it to a file and pass -jwt-secret-file " +

@@ -267,7 +267,7 @@ func TestPublishCommandErrors(t *testing.T) {
 func TestPublishCommandWait(t *testing.T) {
 	t.Parallel()
 	b := setupPublish(t)
-	const secret = "test-secret"
+	const secret = "test-secret-of-at-least-32-bytes!!"
 	var calls atomic.Int32
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
