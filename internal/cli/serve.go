@@ -145,6 +145,9 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	if m == nil {
 		m = metrics.New()
 	}
+	if err := cfg.validateStream(); err != nil {
+		return nil, err
+	}
 	if migrate {
 		if err := store.Migrate(ctx, cfg.DatabaseURL, logger); err != nil {
 			return nil, err
@@ -193,7 +196,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			return nil, fmt.Errorf("start River: %w", err)
 		}
 		a.worker, err = worker.New(a.nc, a.store, &worker.Config{
-			Stream: cfg.Stream, Subject: cfg.Subject, Concurrency: cfg.Concurrency,
+			Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency,
 			Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout,
 			Metrics: m, Logger: logger,
 		})

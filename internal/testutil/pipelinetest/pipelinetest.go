@@ -55,6 +55,9 @@ type Bundle struct {
 	GapTimeout time.Duration
 	// AckWait is given to the workers; zero means the worker's default.
 	AckWait time.Duration
+	// Replicas is the replica count of the stream a worker creates; zero
+	// means the worker's default (1).
+	Replicas int
 	// Logger, when set, is the workers' logger. Defaults to warnings and
 	// errors to t.Log.
 	Logger *slog.Logger
@@ -171,7 +174,7 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(nc, st, &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, AckWait: b.AckWait, Logger: logger})
+	w, err := worker.New(nc, st, &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, AckWait: b.AckWait, Replicas: b.Replicas, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
