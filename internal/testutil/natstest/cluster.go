@@ -170,3 +170,9 @@ func (s *Server) RestartWiped() {
 	}
 	s.start()
 }
+
+// StreamCurrent reports whether the server runs and its copy of the stream
+// of the global account is current with the stream's leader.
+func (s *Server) StreamCurrent(stream string) bool {
+	return s.Running() && s.srv.JetStreamIsStreamCurrent(server.DEFAULT_GLOBAL_ACCOUNT, stream)
+}
