@@ -41,6 +41,10 @@ type config struct {
 	DatabaseURLSet bool
 	NATSURL        string
 	HTTPAddr       string
+	// ReadDatabaseURL, when set, is a streaming read replica of
+	// DatabaseURL the API reads evidence from (GET evidence, search,
+	// context); "" reads the primary. Defaults to "".
+	ReadDatabaseURL string
 	// JWTSecret is the HTTP API's HS256 secret, from RECALL_JWT_SECRET or
 	// the file JWTSecretFile names (never from a flag value, which any
 	// user on the machine could read with ps).
@@ -110,7 +114,7 @@ const (
 	// flagsStream: -subject, -stream, -stream-replicas.
 	flagsStream
 	// flagsAPI: -http-addr, -jwt-secret-file (and the refused -jwt-secret),
-	// -api-max-conns, -max-waiters, -api-read-timeout.
+	// -api-max-conns, -max-waiters, -api-read-timeout, -read-database-url.
 	flagsAPI
 	// flagsLog: -log-format, -log-level.
 	flagsLog
@@ -167,6 +171,11 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	c.NATSURL = cmp.Or(env.Getenv("NATS_URL"), defaultNATSURL)
 	if groups&flagsNATS != 0 {
 		fs.Var(redactedFlag{p: &c.NATSURL, redact: redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
+	}
+	c.ReadDatabaseURL = env.Getenv("RECALL_READ_DATABASE_URL")
+	if groups&flagsAPI != 0 {
+		fs.Var(redactedFlag{p: &c.ReadDatabaseURL, redact: redact.ConnString}, "read-database-url",
+			"Postgres URL of a streaming read replica the API reads evidence from; empty: the primary (env RECALL_READ_DATABASE_URL)")
 	}
 	str(flagsAPI, &c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the HTTP API listens on")
 	str(flagsAPI, &c.RiverUIAddr, "river-ui-addr", "RECALL_RIVER_UI_ADDR", "", "address of the River UI for operators, behind tokens with the recall:service scope (empty: off)")

@@ -109,10 +109,14 @@ func runServe(ctx context.Context, env *Env, name string, args []string, r roles
 
 // app is a running recall process: the parts it started, in start order.
 type app struct {
-	cfg      *config
-	logger   *slog.Logger
-	pool     *pgxpool.Pool
-	apiPool  *pgxpool.Pool // the read API's own, when it runs
+	cfg     *config
+	logger  *slog.Logger
+	pool    *pgxpool.Pool
+	apiPool *pgxpool.Pool // the read API's own, when it runs
+	// readPool is the read replica's, when RECALL_READ_DATABASE_URL names
+	// one; replica reads through it.
+	readPool *pgxpool.Pool
+	replica  *store.ReplicaReader
 	nc       *nats.Conn
 	store    *store.Store
 	river    *river.Client[pgx.Tx]
@@ -216,6 +220,22 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, err
 		}
+		var src api.Source = apiStore
+		if cfg.ReadDatabaseURL != "" {
+			if a.readPool, err = newPool(ctx, cfg.ReadDatabaseURL, "recall_api_replica", int32(max(cfg.APIMaxConns, 1)), 0); err != nil {
+				return nil, fmt.Errorf("read replica (RECALL_READ_DATABASE_URL): %w", err)
+			}
+			readStore, err := store.New(a.readPool, &store.Config{Logger: logger, Fold: fold})
+			if err != nil {
+				return nil, err
+			}
+			if a.replica, err = store.NewReplicaReader(apiStore, readStore, logger); err != nil {
+				return nil, err
+			}
+			src = a.replica
+			logger.InfoContext(ctx, "the API reads evidence from a read replica", slog.String("replica", redact.ConnString(cfg.ReadDatabaseURL)))
+		}
+		// A hot standby cannot LISTEN: the listener stays on the primary.
 		a.listener, err = store.NewListener(cfg.DatabaseURL, logger)
 		if err != nil {
 			return nil, err
@@ -228,7 +248,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
-		a.handler, err = api.New(apiStore, &api.Config{
+		a.handler, err = api.New(src, &api.Config{
 			JWTSecret:   []byte(cfg.JWTSecret),
 			Notifier:    a.listener,
 			Ready:       a.ready,
@@ -446,6 +466,9 @@ func (a *app) stop(logger *slog.Logger) error {
 	}
 	if a.apiPool != nil {
 		a.apiPool.Close()
+	}
+	if a.readPool != nil {
+		a.readPool.Close()
 	}
 	if a.pool != nil {
 		a.pool.Close()
