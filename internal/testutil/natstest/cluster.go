@@ -176,3 +176,10 @@ func (s *Server) RestartWiped() {
 func (s *Server) StreamCurrent(stream string) bool {
 	return s.Running() && s.srv.JetStreamIsStreamCurrent(server.DEFAULT_GLOBAL_ACCOUNT, stream)
 }
+
+// AddMapping adds a subject mapping to the global account (as a mappings
+// block in the server's configuration would), such as one using
+// partition(n, …).
+func (s *Server) AddMapping(source, destination string) error {
+	return s.srv.GlobalAccount().AddMapping(source, destination)
+}

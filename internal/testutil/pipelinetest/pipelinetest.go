@@ -99,6 +99,15 @@ func NewSharedNATS(t testing.TB, url string) *Bundle {
 	return b
 }
 
+// NewOn migrates a fresh database and uses the NATS server at url with the
+// subject (which may hold wildcards: a partition's subjects) and stream
+// given. Publish sends to the subject, so give it a subject without
+// wildcards when the test publishes with Publish.
+func NewOn(t testing.TB, url, subject, stream string) *Bundle {
+	t.Helper()
+	return newBundle(t, url, subject, stream)
+}
+
 func newBundle(t testing.TB, natsURL, subject, stream string) *Bundle {
 	t.Helper()
 	ctx := context.Background()
