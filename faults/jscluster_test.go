@@ -3,7 +3,9 @@ package faults
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -347,4 +349,95 @@ func (m *backlogMonitor) maxIn(from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// machineBusy returns the busy and total CPU ticks of the machine so far
+// (/proc/stat).
+func machineBusy(t *testing.T) (busy, total int64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	for i, f := range strings.Fields(line)[1:] {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// TestJetStreamClusterThroughput measures the pipeline's throughput with
+// one, two and three recall workers on the three-node cluster (R3 stream,
+// sync_interval always): events published as fast as the stream takes them
+// from 16 publishers, until every state equals its oracle. It logs the
+// figures and how busy the machine's CPUs were; it asserts only that every
+// state is right.
+func TestJetStreamClusterThroughput(t *testing.T) {
+	t.Parallel()
+	convs, turns := 20, 10
+	if long {
+		convs, turns = 200, 20
+	}
+	nc := natstest.StartCluster(t, 3)
+	for workers := 1; workers <= 3; workers++ {
+		c := newClusterAt(t, "", nc.URLs(), "RECALL_STREAM_REPLICAS=3")
+		ws := make([]*child, workers)
+		for i := range ws {
+			ws[i] = c.worker(fmt.Sprintf("tp%d-w%d", workers, i))
+		}
+		w := newWorkload(t, uint64(100+workers), fmt.Sprintf("tp%d", workers), convs, turns)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		busy0, total0 := machineBusy(t)
+		start := time.Now()
+		if err := c.pub.run(ctx, w.Events, 0, 16); err != nil {
+			cancel()
+			t.Fatalf("publishing: %v", err)
+		}
+		published := time.Since(start)
+		v, _ := waitConvergedFine(t, c, w.Convs, 5*time.Minute)
+		took := time.Since(start)
+		busy1, total1 := machineBusy(t)
+		cancel()
+		requireOracle(t, v)
+		t.Logf("throughput with %d worker(s): %d events published in %s (%.0f/s into the R3 stream), all applied in %s: %.0f events/s end to end; machine CPU busy %.0f%%",
+			workers, len(w.Events), published.Round(time.Millisecond), float64(len(w.Events))/published.Seconds(),
+			took.Round(time.Millisecond), float64(len(w.Events))/took.Seconds(), 100*float64(busy1-busy0)/float64(max(total1-total0, 1)))
+		for _, wk := range ws {
+			wk.kill()
+		}
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.js.DeleteStream(dctx, stream); err != nil {
+			t.Errorf("delete the stream between runs: %v", err)
+		}
+		dcancel()
+	}
+}
+
+// waitConvergedFine is waitConverged polling every 50 ms, checking first
+// that the stream is drained (cheap) and then the states.
+func waitConvergedFine(t *testing.T, c *cluster, convs []*conversation, timeout time.Duration) (verdict, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < timeout {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		p, ap, err := consumerPending(ctx, c.js)
+		cancel()
+		if err == nil && p == 0 && ap == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		v, err := check(ctx, c.pool, convs)
+		cancel()
+		if err == nil && v.Matching == v.States || time.Since(start) > timeout {
+			return v, time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

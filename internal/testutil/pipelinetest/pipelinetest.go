@@ -108,10 +108,21 @@ func NewOn(t testing.TB, url, subject, stream string) *Bundle {
 	return newBundle(t, url, subject, stream)
 }
 
+// NewOnDatabase is NewOn with a database of the test's own at dbURL, which
+// it migrates.
+func NewOnDatabase(t testing.TB, dbURL, natsURL, subject, stream string) *Bundle {
+	t.Helper()
+	return newBundleOn(t, dbURL, natsURL, subject, stream)
+}
+
 func newBundle(t testing.TB, natsURL, subject, stream string) *Bundle {
 	t.Helper()
+	return newBundleOn(t, pgtest.NewDatabase(t), natsURL, subject, stream)
+}
+
+func newBundleOn(t testing.TB, dbURL, natsURL, subject, stream string) *Bundle {
+	t.Helper()
 	ctx := context.Background()
-	dbURL := pgtest.NewDatabase(t)
 	if err := store.Migrate(ctx, dbURL, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
