@@ -46,6 +46,8 @@
 //     stream acknowledged is handled and every state equals its oracle; the
 //     test logs the leader election, the publish stall, the ingest lag
 //     around each fault and the time to recover (docs/scaling.md).
+//     TestJetStreamClusterThroughput measures the pipeline with one, two
+//     and three workers on the same cluster.
 //
 // TestDeployNATSUsers runs deploy/nats.conf: only the publisher user
 // publishes, only recall's user consumes, anonymous connections are

@@ -166,6 +166,19 @@ func TestJetStreamCluster(t *testing.T) {
 			f.name, f.start.Sub(pubStart).Round(100*time.Millisecond), min(to.Sub(f.start), time.Since(f.start)).Round(100*time.Millisecond),
 			c.pub.stallIn(f.start, to).Round(time.Millisecond), c.lagIn(handled, f.start, to), mon.maxIn(f.start, to))
 	}
+	// Events that waited out the ack wait: which fault they met.
+	slow := c.slowEvents(handled, 5*time.Second)
+	for _, e := range slow[:min(len(slow), 10)] {
+		near := ""
+		for _, f := range faults {
+			if d := e.acked.Sub(f.start); d > -2*time.Second && d < 2*time.Second {
+				near += fmt.Sprintf(" %s %+.2fs;", f.name, -d.Seconds())
+			}
+		}
+		t.Logf("cluster: event acked at %s took %s to be handled; faults within 2 s of its ack:%s",
+			e.acked.Sub(pubStart).Round(10*time.Millisecond), e.lag.Round(time.Millisecond), near)
+	}
+	t.Logf("cluster: %d events took more than 5 s from ack to ingest", len(slow))
 	t.Logf("cluster: every event published before the last fault ended (stream_seq <= %d) was handled %s after it", seqAtEnd, recovered.Round(10*time.Millisecond))
 	res := loopResult{c: c, w: w, faults: len(faults), verdict: v, converge: recovered, drained: drained + took, logs: logs, afterPublish: took}
 	var elected []string
@@ -267,6 +280,26 @@ func (c *cluster) lagIn(handled map[string]time.Time, from, to time.Time) string
 	slices.Sort(lags)
 	return fmt.Sprintf("p50 %s, p99 %s, max %s over %d events", lags[len(lags)/2].Round(time.Millisecond),
 		lags[len(lags)*99/100].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond), len(lags))
+}
+
+type slowEvent struct {
+	acked time.Time
+	lag   time.Duration
+}
+
+// slowEvents returns the events whose ingest came more than over after the
+// stream's ack, oldest first.
+func (c *cluster) slowEvents(handled map[string]time.Time, over time.Duration) []slowEvent {
+	c.pub.mu.Lock()
+	var out []slowEvent
+	for id, at := range c.pub.ackedAt {
+		if h, ok := handled[id]; ok && h.Sub(at) > over {
+			out = append(out, slowEvent{at, h.Sub(at)})
+		}
+	}
+	c.pub.mu.Unlock()
+	slices.SortFunc(out, func(a, b slowEvent) int { return a.acked.Compare(b.acked) })
+	return out
 }
 
 // stallIn returns the longest time between two acknowledgements the

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/devpg"
 	"github.com/recallhq/recall/internal/testutil/natstest"
+	"github.com/recallhq/recall/internal/testutil/pgtest"
 	pt "github.com/recallhq/recall/internal/testutil/pipelinetest"
 	"github.com/recallhq/recall/store"
 )
@@ -33,32 +33,11 @@ type replicaPair struct {
 
 func startReplicaPair(t *testing.T) *replicaPair {
 	t.Helper()
-	bin, err := devpg.Find()
-	if err != nil {
-		t.Fatalf("PostgreSQL server binaries are needed for the read replica test: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	newCluster := func(name string) *devpg.Cluster {
-		dir, err := os.MkdirTemp("", "recall-replica-"+name+"-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := devpg.New(bin, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The machine's server shares the two cores: keep both small.
-		c.Settings = []string{"max_connections=60", "shared_buffers=16MB"}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = c.Remove(ctx)
-			_ = os.RemoveAll(dir)
-		})
-		return c
-	}
-	p := &replicaPair{primary: newCluster("primary"), standby: newCluster("standby")}
+	// The machine's server shares the two cores: keep both small.
+	small := []string{"max_connections=60", "shared_buffers=16MB"}
+	p := &replicaPair{primary: pgtest.PrivateCluster(t, small...), standby: pgtest.PrivateCluster(t, small...)}
 	if err := p.primary.Init(ctx); err != nil {
 		t.Fatalf("initdb: %v", err)
 	}
