@@ -249,6 +249,18 @@ func TestReadReplica(t *testing.T) {
 	if final.Cursor < 16 {
 		t.Errorf("final state cursor %d, want 16", final.Cursor)
 	}
+	// The same counts are on /metrics.
+	res, err := http.Get(fmt.Sprintf("http://%s/metrics", a.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`recall_read_replica_reads_total{source="replica"}`, `recall_read_replica_reads_total{source="primary"}`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
 	replicaReads, primaryReads := a.replica.ReadCounts()
 	t.Logf("reads answered by the standby: %d, by the primary: %d", replicaReads, primaryReads)
 	if replicaReads == 0 || primaryReads == 0 {
