@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -221,33 +220,9 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, err
 		}
-		var src api.Source = apiStore
-		if cfg.ReadDatabaseURL != "" {
-			if a.readPool, err = newPool(ctx, cfg.ReadDatabaseURL, "recall_api_replica", int32(max(cfg.APIMaxConns, 1)), 0); err != nil {
-				return nil, fmt.Errorf("read replica (RECALL_READ_DATABASE_URL): %w", err)
-			}
-			readStore, err := store.New(a.readPool, &store.Config{Logger: logger, Fold: fold})
-			if err != nil {
-				return nil, err
-			}
-			if a.replica, err = store.NewReplicaReader(apiStore, readStore, logger); err != nil {
-				return nil, err
-			}
-			src = a.replica
-			for _, source := range []string{"replica", "primary"} {
-				m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-					Name:        "recall_read_replica_reads_total",
-					Help:        "Evidence reads of the read API with a read replica configured, by who answered: the replica, or the primary (the replica was behind what the request had seen, or failed).",
-					ConstLabels: prometheus.Labels{"source": source},
-				}, func() float64 {
-					r, p := a.replica.ReadCounts()
-					if source == "replica" {
-						return float64(r)
-					}
-					return float64(p)
-				}))
-			}
-			logger.InfoContext(ctx, "the API reads evidence from a read replica", slog.String("replica", redact.ConnString(cfg.ReadDatabaseURL)))
+		src, err := a.readSource(ctx, apiStore, fold, m)
+		if err != nil {
+			return nil, err
 		}
 		// A hot standby cannot LISTEN: the listener stays on the primary.
 		a.listener, err = store.NewListener(cfg.DatabaseURL, logger)
