@@ -23,8 +23,12 @@ test-short: ## the tests without the race detector
 	$(GO) test -timeout 20m ./...
 
 .PHONY: faults-long
-faults-long: ## the long fault suite (kill loop, drains, outages, poison) — tens of minutes
+faults-long: ## the long fault suite (kill loop, drains, outages, poison, JetStream cluster) — tens of minutes
 	RECALL_FAULTS=long $(GO) test -timeout 90m -v ./faults
+
+.PHONY: scale
+scale: ## the per-event cost (CPU, commits, WAL, rows) behind docs/scaling.md, on a private Postgres
+	RECALL_SCALE=full $(GO) test -count=1 -run TestCostPerEvent -v ./scale
 
 .PHONY: bench
 bench: ## Go benchmarks of the hot paths

@@ -35,9 +35,12 @@ func (h *Handler) conversation(r *http.Request) (userID, conversationID string, 
 
 // evidenceQuery is the parsed query of GET …/evidence.
 type evidenceQuery struct {
-	maxTokens int           // 0: the stored rendering
-	minCursor int           // 0: any state will do
-	wait      time.Duration // 0: answer at once
+	maxTokens int // 0: the stored rendering
+	minCursor int // 0: any state will do
+	// minVersion is the last version the client saw: the answer is never
+	// older (it matters with a read replica that lags). 0: any.
+	minVersion int64
+	wait       time.Duration // 0: answer at once
 }
 
 func (h *Handler) parseEvidenceQuery(q url.Values) (evidenceQuery, error) {
@@ -55,6 +58,10 @@ func (h *Handler) parseEvidenceQuery(q url.Values) (evidenceQuery, error) {
 			return eq, newError(http.StatusBadRequest, CodeInvalidMinCursor, "min_cursor must be a non-negative integer")
 		}
 		eq.minCursor = n
+	}
+	var err error
+	if eq.minVersion, err = parseMinVersion(q); err != nil {
+		return eq, err
 	}
 	if q.Has("wait") {
 		d, err := h.parseWait(q.Get("wait"))
@@ -151,7 +158,7 @@ func writeRecord(w http.ResponseWriter, rec evidence.Record, userID, conversatio
 // min_cursor and a wait, a wait on the key's shared watch (see waiters).
 func (h *Handler) read(ctx context.Context, userID, conversationID string, q evidenceQuery) (evidence.Record, error) {
 	if q.wait <= 0 || q.minCursor <= 0 {
-		return h.waiters.readOnce(ctx, userID, conversationID)
+		return h.waiters.readAtLeast(ctx, userID, conversationID, floor{cursor: q.minCursor, version: q.minVersion})
 	}
 	return h.wait(ctx, waitKey{userID, conversationID}, q, h.drained)
 }

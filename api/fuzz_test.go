@@ -43,7 +43,7 @@ var fuzzQueries = []string{
 	"max_tokens=0", "max_tokens=-1", "max_tokens=+7", "max_tokens=9223372036854775808", "max_tokens=1e3",
 	"min_cursor=-1", "min_cursor=abc", "min_cursor=", "wait=-1s", "wait=-0", "wait=NaN", "wait=Inf", "wait=-Inf",
 	"wait=1e400", "wait=9223372036.854775807", "wait=1h", "wait=0x10", "wait=1_000", "wait=%ff", "wait=2s&wait=3s",
-	"max_tokens=1&max_tokens=x", "min_cursor=3&min_cursor=-4", "wait", "max_tokens", "%zz", ";", "a=b;c=d",
+	"max_tokens=1&max_tokens=x", "min_cursor=3&min_cursor=-4", "min_version=7", "min_version=-1", "min_version=x&min_cursor=2", "wait", "max_tokens", "%zz", ";", "a=b;c=d",
 }
 
 func fuzzHandler(f *testing.F, maxWait time.Duration) *Handler {
@@ -72,7 +72,7 @@ func FuzzParseEvidenceQuery(f *testing.F) {
 				t.Fatalf("%q: error %T %v, want *Error", rawQuery, err, err)
 			}
 			switch e.Code {
-			case CodeInvalidMaxTokens, CodeInvalidMinCursor, CodeInvalidWait, CodeWaitTooLong:
+			case CodeInvalidMaxTokens, CodeInvalidMinCursor, CodeInvalidMinVersion, CodeInvalidWait, CodeWaitTooLong:
 			default:
 				t.Fatalf("%q: code %q", rawQuery, e.Code)
 			}
@@ -86,6 +86,8 @@ func FuzzParseEvidenceQuery(f *testing.F) {
 			t.Fatalf("%q: max_tokens %d", rawQuery, eq.maxTokens)
 		case eq.minCursor < 0:
 			t.Fatalf("%q: min_cursor %d", rawQuery, eq.minCursor)
+		case eq.minVersion < 0:
+			t.Fatalf("%q: min_version %d", rawQuery, eq.minVersion)
 		case eq.wait < 0 || eq.wait > h.MaxWait():
 			t.Fatalf("%q: wait %s, want within [0, %s]", rawQuery, eq.wait, h.MaxWait())
 		}

@@ -28,6 +28,10 @@ func (h *Handler) searchEvidence(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	minVersion, err := parseMinVersion(r.URL.Query())
+	if err != nil {
+		return err
+	}
 	req, err := decodeSearch(http.MaxBytesReader(w, r.Body, maxSearchBody))
 	if err != nil {
 		return err
@@ -36,7 +40,7 @@ func (h *Handler) searchEvidence(w http.ResponseWriter, r *http.Request) error {
 	if req.MaxTokens != nil {
 		maxTokens = *req.MaxTokens
 	}
-	rec, err := h.waiters.search(r.Context(), userID, conversationID, *req.Query)
+	rec, err := h.waiters.searchAtLeast(r.Context(), userID, conversationID, *req.Query, minVersion)
 	if err != nil {
 		return err
 	}

@@ -112,6 +112,7 @@ type watch struct {
 	kick   chan struct{} // a joiner asks for a read
 
 	mu      sync.Mutex
+	floor   floor  // the newest floor a joiner asked for
 	reading bool   // a read is in flight
 	gen     uint64 // reads finished
 	rec     evidence.Record
@@ -133,8 +134,11 @@ func (c *watch) run(ctx context.Context, wake <-chan struct{}, unsubscribe func(
 		}
 		c.mu.Lock()
 		c.reading = true
+		f := c.floor
 		c.mu.Unlock()
-		rec, err := c.ws.readOnce(ctx, c.key.userID, c.key.conversationID)
+		// A wake-up comes from the primary: with a read replica, a read
+		// below the floor goes to the primary (see FloorReader).
+		rec, err := c.ws.readAtLeast(ctx, c.key.userID, c.key.conversationID, f)
 		c.mu.Lock()
 		c.reading = false
 		c.gen++
@@ -145,11 +149,12 @@ func (c *watch) run(ctx context.Context, wake <-chan struct{}, unsubscribe func(
 	}
 }
 
-// request asks for a read that starts after now and returns the number of
-// reads after which its result is known.
-func (c *watch) request() uint64 {
+// request asks for a read no older than f that starts after now and
+// returns the number of reads after which its result is known.
+func (c *watch) request(f floor) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.floor = c.floor.raise(f)
 	need := c.gen + 1
 	if c.reading {
 		need++ // the read in flight started before the request
@@ -177,7 +182,7 @@ func (c *watch) latest() (gen uint64, rec evidence.Record, err error, changed <-
 func (h *Handler) wait(ctx context.Context, k waitKey, q evidenceQuery, drained <-chan struct{}) (evidence.Record, error) {
 	c := h.waiters.join(k)
 	defer h.waiters.leave(c)
-	need := c.request()
+	need := c.request(floor{cursor: q.minCursor, version: q.minVersion})
 	timer := time.NewTimer(q.wait)
 	defer timer.Stop()
 	timeout := timer.C

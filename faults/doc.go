@@ -37,6 +37,17 @@
 //     small RECALL_MAX_WAITERS while the pipeline ingests: at most the cap
 //     wait, the rest are answered 429 with Retry-After, the API stays within
 //     its own pool's bound and nothing is left over.
+//  10. JetStream cluster: three clustered in-process servers (routes on
+//     loopback, sync_interval always), a stream of three replicas that
+//     recall creates (RECALL_STREAM_REPLICAS=3) and two workers; while
+//     events flow at about half load, the stream's leader is killed and
+//     restarted, a worker is SIGKILLed with events in flight and restarted,
+//     and another node restarts with its store wiped. Every event the
+//     stream acknowledged is handled and every state equals its oracle; the
+//     test logs the leader election, the publish stall, the ingest lag
+//     around each fault and the time to recover (docs/scaling.md).
+//     TestJetStreamClusterThroughput measures the pipeline with one, two
+//     and three workers on the same cluster.
 //
 // TestDeployNATSUsers runs deploy/nats.conf: only the publisher user
 // publishes, only recall's user consumes, anonymous connections are

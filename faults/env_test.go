@@ -16,11 +16,12 @@ import (
 )
 
 // cluster is one scenario's world: a database, an in-process JetStream
-// server living in the test process, and recall child processes on them.
+// server (or cluster of them) living in the test process, and recall child
+// processes on them.
 type cluster struct {
 	t     *testing.T
 	dbURL string
-	nats  *natstest.Server
+	nats  *natstest.Server // nil on a JetStream cluster
 	pool  *pgxpool.Pool
 	pub   *publisher
 	js    jetstream.JetStream
@@ -36,14 +37,23 @@ type cluster struct {
 // server.
 func newCluster(t *testing.T, dbURL string, env ...string) *cluster {
 	t.Helper()
+	ns := natstest.Start(t)
+	c := newClusterAt(t, dbURL, ns.URL(), env...)
+	c.nats = ns
+	return c
+}
+
+// newClusterAt is newCluster on the NATS server (or servers, comma-separated)
+// at natsURL.
+func newClusterAt(t *testing.T, dbURL, natsURL string, env ...string) *cluster {
+	t.Helper()
 	if dbURL == "" {
 		dbURL = suiteCluster(t).NewDatabase(t)
 	}
-	ns := natstest.Start(t)
-	c := &cluster{t: t, dbURL: dbURL, nats: ns, gen: map[string]int{}}
+	c := &cluster{t: t, dbURL: dbURL, gen: map[string]int{}}
 	c.env = append([]string{
 		"DATABASE_URL=" + dbURL,
-		"NATS_URL=" + ns.URL(),
+		"NATS_URL=" + natsURL,
 		"RECALL_LOG_FORMAT=json",
 		"RECALL_LOG_LEVEL=debug",
 		"RECALL_SHUTDOWN_TIMEOUT=5s",
@@ -64,7 +74,7 @@ func newCluster(t *testing.T, dbURL string, env ...string) *cluster {
 	}
 	t.Cleanup(pool.Close)
 	c.pool = pool
-	c.pub = newPublisher(t, ns.URL())
+	c.pub = newPublisher(t, natsURL)
 	c.js = c.pub.js
 	return c
 }

@@ -225,7 +225,8 @@ type publisher struct {
 	js jetstream.JetStream
 
 	mu       sync.Mutex
-	seq      map[string]uint64 // event id → stream sequence of its first ack
+	seq      map[string]uint64    // event id → stream sequence of its first ack
+	ackedAt  map[string]time.Time // event id → when it was first acknowledged
 	attempts int
 	failures int
 	sent     atomic.Int64
@@ -243,7 +244,7 @@ func newPublisher(t *testing.T, url string) *publisher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &publisher{js: js, seq: map[string]uint64{}}
+	return &publisher{js: js, seq: map[string]uint64{}, ackedAt: map[string]time.Time{}}
 }
 
 // publish sends one event until it is acknowledged or ctx ends.
@@ -255,6 +256,9 @@ func (p *publisher) publish(ctx context.Context, id string, data []byte) (uint64
 		p.mu.Lock()
 		p.attempts++
 		if err == nil {
+			if _, ok := p.ackedAt[id]; !ok {
+				p.ackedAt[id] = time.Now()
+			}
 			if _, ok := p.seq[id]; !ok && !ack.Duplicate {
 				p.seq[id] = ack.Sequence
 			} else if !ok {

@@ -62,8 +62,9 @@ const (
 
 // Config configures a Worker.
 type Config struct {
-	// Stream is the JetStream stream, created or updated on Start. Defaults
-	// to DefaultStream (RECALL_CHECKPOINTS).
+	// Stream is the JetStream stream, created on Start when it is missing
+	// (an existing stream is used as it is). Defaults to DefaultStream
+	// (RECALL_CHECKPOINTS).
 	Stream string
 	// Subject is the checkpoint subject. Defaults to DefaultSubject
 	// (recall.checkpoints).
@@ -86,8 +87,9 @@ type Config struct {
 	// consumed yet (acknowledged events leave the stream at once: it is a
 	// work queue). Defaults to 7 days.
 	MaxAge time.Duration
-	// Replicas is the stream's replica count (use 3 on a cluster). Defaults
-	// to 1.
+	// Replicas is the replica count of the stream the worker creates (use
+	// 3 on a JetStream cluster), from 1 to MaxReplicas; an existing stream
+	// keeps its own. Defaults to 1.
 	Replicas int
 	// AckWait is how long JetStream waits for an acknowledgement before it
 	// redelivers (an event held by a killed worker comes back after it).
@@ -128,6 +130,10 @@ func (c *Config) WithDefaults() *Config {
 func (c *Config) validate() error {
 	if c.Concurrency < 1 {
 		return fmt.Errorf("worker: Config.Concurrency is %d: it must be at least 1, or 0 for the default %d", c.Concurrency, DefaultConcurrency)
+	}
+	if c.Replicas < 1 || c.Replicas > MaxReplicas {
+		return fmt.Errorf("worker: Config.Replicas is %d: it must be from 1 to %d (3 on a three-node JetStream cluster), or 0 for the default %d",
+			c.Replicas, MaxReplicas, DefaultReplicas)
 	}
 	return nil
 }
@@ -178,42 +184,57 @@ func New(nc *nats.Conn, ing Ingester, cfg *Config) (*Worker, error) {
 		termReason: serverAtLeast(nc.ConnectedServerVersion(), 2, 10, 4)}, nil
 }
 
-// EnsureStream creates the stream, or updates it to recall's settings. The
-// stream is a work queue: an event leaves it once a worker acknowledges (or
-// terminates) it, so no copy of a conversation's text stays in NATS after
-// it is handled. A stream that exists with settings that cannot be changed
-// is used as it is; when it keeps acknowledged events (limits or interest
-// retention, as an older recall created it), the worker warns and deletes
-// each event from it itself once the event is handled.
+// MaxReplicas is the largest stream replica count JetStream allows.
+const MaxReplicas = 5
+
+// EnsureStream creates the stream when it is missing, with Replicas
+// copies, and otherwise uses the existing stream as it is: recall never
+// changes a stream an operator (or an older recall) made. The stream recall
+// creates is a work queue: an event leaves it once a worker acknowledges
+// (or terminates) it, so no copy of a conversation's text stays in NATS
+// after it is handled. When an existing stream keeps acknowledged events
+// (limits or interest retention, as an older recall created it), the worker
+// warns and deletes each event from it itself once the event is handled.
 func (w *Worker) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
-	sc := jetstream.StreamConfig{
-		Name:       w.cfg.Stream,
-		Subjects:   []string{w.cfg.Subject},
-		Storage:    jetstream.FileStorage,
-		Retention:  jetstream.WorkQueuePolicy,
-		Discard:    jetstream.DiscardOld,
-		MaxAge:     w.cfg.MaxAge,
-		Duplicates: w.cfg.Duplicates,
-		Replicas:   w.cfg.Replicas,
+	s, err := w.js.Stream(ctx, w.cfg.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = w.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       w.cfg.Stream,
+			Subjects:   []string{w.cfg.Subject},
+			Storage:    jetstream.FileStorage,
+			Retention:  jetstream.WorkQueuePolicy,
+			Discard:    jetstream.DiscardOld,
+			MaxAge:     w.cfg.MaxAge,
+			Duplicates: w.cfg.Duplicates,
+			Replicas:   w.cfg.Replicas,
+		})
+		if err == nil {
+			w.logger.InfoContext(ctx, "stream created", slog.String("stream", w.cfg.Stream), slog.Int("replicas", w.cfg.Replicas))
+			return s, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("worker: create stream %s with %d replicas: %w", w.cfg.Stream, w.cfg.Replicas, err)
+		}
+		// Another worker created it first.
+		s, err = w.js.Stream(ctx, w.cfg.Stream)
 	}
-	s, err := w.js.CreateOrUpdateStream(ctx, sc)
-	if err == nil {
-		return s, nil
+	if err != nil {
+		return nil, fmt.Errorf("worker: look up stream %s: %w", w.cfg.Stream, err)
 	}
-	existing, gerr := w.js.Stream(ctx, w.cfg.Stream)
-	if gerr != nil {
-		return nil, fmt.Errorf("worker: create stream %s: %w", w.cfg.Stream, err)
-	}
-	if ret := existing.CachedInfo().Config.Retention; ret != jetstream.WorkQueuePolicy {
+	cfg := s.CachedInfo().Config
+	if cfg.Retention != jetstream.WorkQueuePolicy {
 		w.deleteHandled = true
 		w.logger.WarnContext(ctx, "the stream keeps acknowledged events (limits retention, created by an older recall) and NATS cannot change "+
 			"a stream's retention in place: recall deletes each event from it once handled; to switch to work-queue retention, stop the "+
 			"publishers, let the workers drain the stream (consumer pending 0), delete the stream (nats stream rm) and restart recall",
-			slog.String("stream", w.cfg.Stream), slog.String("retention", ret.String()))
+			slog.String("stream", w.cfg.Stream), slog.String("retention", cfg.Retention.String()))
 	}
-	w.logger.WarnContext(ctx, "using the existing stream as it is; its settings differ from recall's",
-		slog.String("stream", w.cfg.Stream), slog.String("error", err.Error()))
-	return existing, nil
+	if cfg.Replicas != w.cfg.Replicas {
+		w.logger.InfoContext(ctx, "using the existing stream as it is: its replica count is not the one configured, which applies only to a stream recall creates "+
+			"(change it with nats stream edit --replicas)",
+			slog.String("stream", w.cfg.Stream), slog.Int("replicas", cfg.Replicas), slog.Int("configured_replicas", w.cfg.Replicas))
+	}
+	return s, nil
 }
 
 // Start ensures the stream and the durable consumer and starts consuming.

@@ -40,16 +40,28 @@ func Start(t testing.TB) *Server {
 
 func (s *Server) start() {
 	s.t.Helper()
+	s.startAsync()
+	s.waitReady()
+}
+
+// startAsync starts the server without waiting for it: the servers of a
+// cluster wait for each other.
+func (s *Server) startAsync() {
+	s.t.Helper()
 	opts := s.opts
 	srv, err := server.NewServer(&opts)
 	if err != nil {
 		s.t.Fatalf("natstest: new server: %v", err)
 	}
 	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	s.srv = srv
+}
+
+func (s *Server) waitReady() {
+	s.t.Helper()
+	if !s.srv.ReadyForConnections(30 * time.Second) {
 		s.t.Fatalf("natstest: server not ready")
 	}
-	s.srv = srv
 }
 
 // URL returns the client URL.

@@ -56,6 +56,9 @@ type Bundle struct {
 	GapTimeout time.Duration
 	// AckWait is given to the workers; zero means the worker's default.
 	AckWait time.Duration
+	// Replicas is the replica count of the stream a worker creates; zero
+	// means the worker's default (1).
+	Replicas int
 	// Logger, when set, is the workers' logger. Defaults to warnings and
 	// errors to t.Log.
 	Logger *slog.Logger
@@ -97,10 +100,30 @@ func NewSharedNATS(t testing.TB, url string) *Bundle {
 	return b
 }
 
+// NewOn migrates a fresh database and uses the NATS server at url with the
+// subject (which may hold wildcards: a partition's subjects) and stream
+// given. Publish sends to the subject, so give it a subject without
+// wildcards when the test publishes with Publish.
+func NewOn(t testing.TB, url, subject, stream string) *Bundle {
+	t.Helper()
+	return newBundle(t, url, subject, stream)
+}
+
+// NewOnDatabase is NewOn with a database of the test's own at dbURL, which
+// it migrates.
+func NewOnDatabase(t testing.TB, dbURL, natsURL, subject, stream string) *Bundle {
+	t.Helper()
+	return newBundleOn(t, dbURL, natsURL, subject, stream)
+}
+
 func newBundle(t testing.TB, natsURL, subject, stream string) *Bundle {
 	t.Helper()
+	return newBundleOn(t, pgtest.NewDatabase(t), natsURL, subject, stream)
+}
+
+func newBundleOn(t testing.TB, dbURL, natsURL, subject, stream string) *Bundle {
+	t.Helper()
 	ctx := context.Background()
-	dbURL := pgtest.NewDatabase(t)
 	if err := store.Migrate(ctx, dbURL, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
@@ -161,7 +184,7 @@ func (b *Bundle) StartWorker(concurrency int) *Worker {
 	}
 	p, err := pipeline.New(pool, nc, &pipeline.Config{
 		Jobs:   &jobs.Config{Workers: concurrency},
-		Worker: &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, AckWait: b.AckWait},
+		Worker: &worker.Config{Stream: b.Stream, Subject: b.Subject, Concurrency: concurrency, GapTimeout: b.GapTimeout, AckWait: b.AckWait, Replicas: b.Replicas},
 		Logger: logger,
 	})
 	if err != nil {

@@ -40,16 +40,27 @@ type config struct {
 	DatabaseURLSet bool
 	NATSURL        string
 	HTTPAddr       string
+	// ReadDatabaseURL, when set, is a streaming read replica of
+	// DatabaseURL the API reads evidence from (GET evidence, search,
+	// context); "" reads the primary. Defaults to "".
+	ReadDatabaseURL string
 	// JWTSecret is the HTTP API's HS256 secret, from RECALL_JWT_SECRET or
 	// the file JWTSecretFile names (never from a flag value, which any
 	// user on the machine could read with ps).
-	JWTSecret       string
-	JWTSecretFile   string
-	Subject         string
-	Stream          string
-	ShutdownTimeout time.Duration
-	LogFormat       string
-	LogLevel        string
+	JWTSecret     string
+	JWTSecretFile string
+	Subject       string
+	Stream        string
+	// StreamReplicas is the replica count of the stream the worker creates
+	// when it is missing (3 on a JetStream cluster); an existing stream is
+	// used as it is. From 1 to 5. Defaults to 1.
+	StreamReplicas int
+	// streamReplicasGiven is RECALL_STREAM_REPLICAS or -stream-replicas as
+	// given, for the error that refuses it.
+	streamReplicasGiven string
+	ShutdownTimeout     time.Duration
+	LogFormat           string
+	LogLevel            string
 	// Concurrency bounds the NATS messages handled at once and the River
 	// workers of the extraction queue.
 	Concurrency int
@@ -99,10 +110,10 @@ const (
 	flagsDB flagGroup = 1 << iota
 	// flagsNATS: -nats-url.
 	flagsNATS
-	// flagsStream: -subject, -stream.
+	// flagsStream: -subject, -stream, -stream-replicas.
 	flagsStream
 	// flagsAPI: -http-addr, -jwt-secret-file (and the refused -jwt-secret),
-	// -api-max-conns, -max-waiters, -api-read-timeout.
+	// -api-max-conns, -max-waiters, -api-read-timeout, -read-database-url.
 	flagsAPI
 	// flagsLog: -log-format, -log-level.
 	flagsLog
@@ -160,11 +171,17 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	if groups&flagsNATS != 0 {
 		fs.Var(redactedFlag{p: &c.NATSURL, redact: redact.ConnString}, "nats-url", "NATS server URL (env NATS_URL)")
 	}
+	c.ReadDatabaseURL = env.Getenv("RECALL_READ_DATABASE_URL")
+	if groups&flagsAPI != 0 {
+		fs.Var(redactedFlag{p: &c.ReadDatabaseURL, redact: redact.ConnString}, "read-database-url",
+			"Postgres URL of a streaming read replica the API reads evidence from; empty: the primary (env RECALL_READ_DATABASE_URL)")
+	}
 	str(flagsAPI, &c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the HTTP API listens on")
 	str(flagsAPI, &c.RiverUIAddr, "river-ui-addr", "RECALL_RIVER_UI_ADDR", "", "address of the River UI for operators, behind tokens with the recall:service scope (empty: off)")
 	c.bindJWTSecret(fs, env, groups&flagsAPI != 0)
 	str(flagsStream, &c.Subject, "subject", "RECALL_SUBJECT", worker.DefaultSubject, "NATS subject of checkpoint events")
 	str(flagsStream, &c.Stream, "stream", "RECALL_STREAM", worker.DefaultStream, "JetStream stream of checkpoint events (created if missing)")
+	c.bindStreamReplicas(fs, env, groups&flagsStream != 0)
 	dur(flagsShutdown, &c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
 	str(flagsLog, &c.LogFormat, "log-format", "RECALL_LOG_FORMAT", "text", "log format: text or json")
 	str(flagsLog, &c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
@@ -177,6 +194,55 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	num(flagsAPI, &c.APIMaxConns, "api-max-conns", "RECALL_API_MAX_CONNS", 8, "connections of the HTTP API's own Postgres pool (apart from ingest's)")
 	num(flagsAPI, &c.MaxWaiters, "max-waiters", "RECALL_MAX_WAITERS", api.DefaultMaxWaiters, "requests that may wait for a state change at once; more are answered 429")
 	dur(flagsAPI, &c.APIReadTimeout, "api-read-timeout", "RECALL_API_READ_TIMEOUT", api.DefaultReadTimeout, "how long one read of the HTTP API may take before it is answered 503")
+}
+
+// bindStreamReplicas sets StreamReplicas from RECALL_STREAM_REPLICAS and,
+// when withFlag, registers -stream-replicas. Unlike the other numbers, a
+// value that does not parse is not ignored (a cluster would silently get an
+// unreplicated stream): validateStream refuses it.
+func (c *config) bindStreamReplicas(fs *flag.FlagSet, env *Env, withFlag bool) {
+	f := replicasFlag{c}
+	if s := env.Getenv("RECALL_STREAM_REPLICAS"); s != "" {
+		_ = f.Set(s)
+	}
+	if withFlag {
+		fs.Var(f, "stream-replicas", "replicas of the stream the worker creates when it is missing, 1 to 5 (3 on a JetStream cluster); "+
+			"an existing stream is used as it is (env RECALL_STREAM_REPLICAS) (default 1)")
+	}
+}
+
+// replicasFlag is -stream-replicas: it keeps the value as given, so that
+// validateStream can quote what it refuses.
+type replicasFlag struct{ c *config }
+
+func (f replicasFlag) String() string {
+	if f.c == nil || f.c.streamReplicasGiven == "" {
+		return ""
+	}
+	return f.c.streamReplicasGiven
+}
+
+func (f replicasFlag) Set(s string) error {
+	f.c.streamReplicasGiven = s
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		n = -1 // refused by validateStream
+	}
+	f.c.StreamReplicas = n
+	return nil
+}
+
+// validateStream checks the stream settings; StreamReplicas 0 (not given)
+// means 1.
+func (c *config) validateStream() error {
+	if c.StreamReplicas == 0 && c.streamReplicasGiven == "" {
+		c.StreamReplicas = 1
+	}
+	if c.StreamReplicas >= 1 && c.StreamReplicas <= worker.MaxReplicas {
+		return nil
+	}
+	return fmt.Errorf("RECALL_STREAM_REPLICAS (-stream-replicas) must be a whole number from 1 to %d (1 on a single NATS server, 3 on a JetStream cluster), not %q",
+		worker.MaxReplicas, c.streamReplicasGiven)
 }
 
 // logger builds the process logger: tint for people (colour on a

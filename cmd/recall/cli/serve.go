@@ -109,10 +109,14 @@ func runServe(ctx context.Context, env *Env, name string, args []string, r roles
 
 // app is a running recall process: the parts it started, in start order.
 type app struct {
-	cfg      *config
-	logger   *slog.Logger
-	pool     *pgxpool.Pool
-	apiPool  *pgxpool.Pool // the read API's own, when it runs
+	cfg     *config
+	logger  *slog.Logger
+	pool    *pgxpool.Pool
+	apiPool *pgxpool.Pool // the read API's own, when it runs
+	// readPool is the read replica's, when RECALL_READ_DATABASE_URL names
+	// one; replica reads through it.
+	readPool *pgxpool.Pool
+	replica  *store.ReplicaReader
 	nc       *nats.Conn
 	pipe     *pipeline.Pipeline // the worker's, when it runs
 	listener *store.Listener
@@ -142,6 +146,9 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	}()
 	if m == nil {
 		m = metrics.New()
+	}
+	if err := cfg.validateStream(); err != nil {
+		return nil, err
 	}
 	if migrate {
 		if err := store.Migrate(ctx, cfg.DatabaseURL, logger); err != nil {
@@ -174,7 +181,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		p, err := pipeline.New(a.pool, a.nc, &pipeline.Config{
 			Store: &store.Config{Fold: fold},
 			Jobs:  &jobs.Config{Workers: cfg.Concurrency, RejectionRetention: cfg.RejectionRetention},
-			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Concurrency: cfg.Concurrency,
+			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency,
 				Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
 			Metrics: m, Logger: logger,
 		})
@@ -195,6 +202,11 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, err
 		}
+		src, err := a.readSource(ctx, apiStore, fold, m)
+		if err != nil {
+			return nil, err
+		}
+		// A hot standby cannot LISTEN: the listener stays on the primary.
 		a.listener, err = store.NewListener(cfg.DatabaseURL, logger)
 		if err != nil {
 			return nil, err
@@ -207,7 +219,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
-		a.handler, err = api.New(apiStore, &api.Config{
+		a.handler, err = api.New(src, &api.Config{
 			JWTSecret:   []byte(cfg.JWTSecret),
 			Notifier:    a.listener,
 			Ready:       a.ready,
@@ -415,6 +427,9 @@ func (a *app) stop(logger *slog.Logger) error {
 	}
 	if a.apiPool != nil {
 		a.apiPool.Close()
+	}
+	if a.readPool != nil {
+		a.readPool.Close()
 	}
 	if a.pool != nil {
 		a.pool.Close()
