@@ -281,7 +281,7 @@ func (c *directConv) send(ctx context.Context, n, short int) (time.Duration, err
 	if ing.Outcome != evidence.Accepted {
 		return 0, fmt.Errorf("%s: an event at offset %d was %s, not accepted", c.userID, c.length, ing.Outcome)
 	}
-	ext, err := c.st.Extract(ctx, c.userID, c.conversationID, nil)
+	ext, err := c.st.Extract(ctx, c.userID, c.conversationID)
 	if err != nil {
 		return 0, fmt.Errorf("%s: extract: %w", c.userID, err)
 	}

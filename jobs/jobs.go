@@ -25,6 +25,7 @@ import (
 // ExtractWorker runs extraction jobs.
 type ExtractWorker struct {
 	river.WorkerDefaults[store.ExtractArgs]
+	pool    *pgxpool.Pool
 	store   *store.Store
 	metrics *metrics.Metrics
 	logger  *slog.Logger
@@ -34,8 +35,13 @@ type ExtractWorker struct {
 // completes the job in the same transaction.
 func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[store.ExtractArgs]) error {
 	start := time.Now()
-	res, err := w.store.Extract(ctx, job.Args.UserID, job.Args.ConversationID, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+	var res store.ExtractResult
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		var err error
+		if res, err = w.store.ExtractTx(ctx, tx, job.Args.UserID, job.Args.ConversationID); err != nil {
+			return err
+		}
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
 	if w.metrics != nil {
@@ -214,7 +220,7 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		RetryPolicy: &retryPolicy{},
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &ExtractWorker{store: st, metrics: c.Metrics, logger: c.Logger}); err != nil {
+	if err := river.AddWorkerSafely(workers, &ExtractWorker{pool: pool, store: st, metrics: c.Metrics, logger: c.Logger}); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	if err := river.AddWorkerSafely(workers, &SweepWorker{store: st, after: c.SweepAfter, logger: c.Logger}); err != nil {

@@ -159,7 +159,7 @@ func TestArchiveMatchesTheCore(t *testing.T) {
 				if _, err := st.Ingest(t.Context(), snapshot(t, fmt.Sprintf("e%d", n), h[:n]), store.Meta{}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := st.Extract(t.Context(), "u", "c", nil); err != nil {
+				if _, err := st.Extract(t.Context(), "u", "c"); err != nil {
 					t.Fatal(err)
 				}
 				now := foldWith(t, h[:n], tt.fold)
@@ -175,7 +175,7 @@ func TestArchiveMatchesTheCore(t *testing.T) {
 			if _, err := st.Ingest(t.Context(), snapshot(t, "last", h[:n]), store.Meta{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Extract(t.Context(), "u", "c", nil); err != nil {
+			if _, err := st.Extract(t.Context(), "u", "c"); err != nil {
 				t.Fatal(err)
 			}
 			want := foldWith(t, h[:n], tt.fold)
@@ -270,7 +270,7 @@ func TestSearchReachesOldEntries(t *testing.T) {
 	if _, err := st.Ingest(t.Context(), snapshot(t, "big", h), store.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := st.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	want := foldWith(t, h, nil)
@@ -334,7 +334,7 @@ func TestDeleteClearsTheArchive(t *testing.T) {
 	tb := setup(t, time.Minute)
 	h := longConversation(40, 4)
 	tb.ingest(t, snapshot(t, "e1", h))
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	count := func() int {
@@ -380,7 +380,7 @@ func TestExtractInChunks(t *testing.T) {
 			if _, err := st.Ingest(t.Context(), snapshot(t, "e1", h), store.Meta{}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := st.Extract(t.Context(), "u", "c", nil)
+			res, err := st.Extract(t.Context(), "u", "c")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,26 +26,26 @@ type ExtractResult struct {
 }
 
 // Extract folds the held messages of a conversation up to its newest user
-// request into its evidence, under the conversation's lock, and calls
-// complete in the same transaction before committing, so that the job that
-// runs it completes together with the state it writes.
-func (s *Store) Extract(ctx context.Context, userID, conversationID string, complete func(ctx context.Context, tx pgx.Tx) error) (ExtractResult, error) {
+// request into its evidence, under the conversation's lock, in a
+// transaction of its own.
+func (s *Store) Extract(ctx context.Context, userID, conversationID string) (ExtractResult, error) {
 	var res ExtractResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		res, err = s.extract(ctx, tx, userID, conversationID)
-		if err != nil {
-			return err
-		}
-		if complete != nil {
-			return complete(ctx, tx)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return ExtractResult{}, err
 	}
 	return res, nil
+}
+
+// ExtractTx is Extract in the caller's transaction, which it leaves open:
+// an extraction job completes itself in the transaction that writes the
+// state, so that both commit or neither does.
+func (s *Store) ExtractTx(ctx context.Context, tx pgx.Tx, userID, conversationID string) (ExtractResult, error) {
+	return s.extract(ctx, tx, userID, conversationID)
 }
 
 func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID string) (ExtractResult, error) {

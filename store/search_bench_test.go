@@ -47,7 +47,7 @@ func BenchmarkSearch(b *testing.B) {
 	if _, err := writer.Ingest(b.Context(), snapshot(b, "big", h), store.Meta{}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := writer.Extract(b.Context(), "u", "c", nil); err != nil {
+	if _, err := writer.Extract(b.Context(), "u", "c"); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := pool.Exec(b.Context(), `ANALYZE recall_archive`); err != nil {

@@ -139,7 +139,7 @@ func TestCoalescingRace(t *testing.T) {
 	if res := tb.ingest(t, snapshot(t, "e2", h[:5])); res.Enqueued || res.Outcome != evidence.Accepted {
 		t.Fatalf("second event: %+v, want accepted without a new job", res)
 	}
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	tb.requireOracle(t, h[:5])
@@ -155,12 +155,14 @@ func TestCoalescingRace(t *testing.T) {
 	release := make(chan struct{})
 	extracted := make(chan error, 1)
 	go func() {
-		_, err := tb.store.Extract(context.Background(), "u", "c", func(ctx context.Context, tx pgx.Tx) error {
+		extracted <- pgx.BeginFunc(context.Background(), tb.pool, func(tx pgx.Tx) error {
+			if _, err := tb.store.ExtractTx(context.Background(), tx, "u", "c"); err != nil {
+				return err
+			}
 			close(read)
 			<-release
 			return nil
 		})
-		extracted <- err
 	}()
 	<-read
 	ingested := make(chan store.Result, 1)
@@ -185,7 +187,7 @@ func TestCoalescingRace(t *testing.T) {
 	if !res.Enqueued {
 		t.Fatalf("event committed after the running job read the history was swallowed: %+v", res)
 	}
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	tb.requireOracle(t, h[:9])
@@ -211,7 +213,7 @@ func TestIngestOutcomes(t *testing.T) {
 	tb := setup(t, time.Minute)
 	h := history(7)
 	tb.ingest(t, snapshot(t, "e1", h[:5]))
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	forgedTail := append(append([]json.RawMessage{}, h[:4]...), json.RawMessage(`{"id":"x","role":"user","content":"other"}`))
@@ -234,7 +236,7 @@ func TestIngestOutcomes(t *testing.T) {
 			t.Errorf("%s: got %v %q, want %v %q", tt.name, res.Outcome, res.Reason, tt.wantOutcome, tt.wantReason)
 		}
 	}
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	tb.requireOracle(t, h[:7])
@@ -245,7 +247,7 @@ func TestIngestOutcomes(t *testing.T) {
 	if res := tb.ingest(t, snapshot(t, "r", h2)); res.Outcome != evidence.Accepted {
 		t.Fatalf("divergent longer tail: %+v", res)
 	}
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	tb.requireOracle(t, h2)
@@ -393,7 +395,7 @@ func TestLargeEventInChunks(t *testing.T) {
 			t.Fatalf("chain digest of [0, %d): got %x, want %s", i, chain, want)
 		}
 	}
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	tb.requireOracle(t, h[:2999])
@@ -412,7 +414,7 @@ func TestLargeEventInChunks(t *testing.T) {
 	if res := tb.ingest(t, ev); res.Outcome != evidence.Accepted {
 		t.Fatalf("append after the large snapshot: %+v", res)
 	}
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	tb.requireOracle(t, h)
@@ -471,7 +473,7 @@ func TestSweep(t *testing.T) {
 	if n := sweepOlder(time.Minute); n != 0 {
 		t.Errorf("swept %d again at once, want 0", n)
 	}
-	if _, err := tb.store.Extract(t.Context(), "u", "c", nil); err != nil {
+	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
