@@ -11,10 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/testutil/natstest"
-	pt "github.com/recallhq/recall/testutil/pipelinetest"
 	"github.com/recallhq/recall/partition"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/natstest"
+	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
 // keys returns n conversation keys, some with characters a subject token

@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallhq/recall/internal/devpg"
+	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/testutil/natstest"
 	"github.com/recallhq/recall/testutil/pgtest"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
-	"github.com/recallhq/recall/store"
 )
 
 // counters are a Postgres cluster's cumulative figures the model uses.
