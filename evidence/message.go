@@ -23,6 +23,11 @@ const (
 // type (thinking, status, todos, …) never become evidence.
 const TypeChat = "chat"
 
+// TypeHeld is the type a store gives a held message that cannot become
+// evidence when it rebuilds it for the fold: only its role and id were
+// kept, and the fold must not read it as conversation.
+const TypeHeld = "held"
+
 // Form names the wire form a message arrived in.
 type Form uint8
 

@@ -200,7 +200,7 @@ func heldMessage(role evidence.Role, evidential bool, id, text string) evidence.
 	m := evidence.Message{Role: role, ID: id, Type: evidence.TypeChat, Text: text}
 	if !evidential {
 		// Not evidence: off the conversation channel, whatever it was.
-		m.Type = "held"
+		m.Type = evidence.TypeHeld
 		m.Text = ""
 	}
 	return m
