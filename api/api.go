@@ -135,59 +135,87 @@ const (
 	routeUnmatched = "unmatched"
 )
 
+// WithDefaults returns a copy of c (which may be nil) with every zero
+// field that has a default set to it.
+func (c *Config) WithDefaults() *Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	out.ReadyTimeout = cmp.Or(out.ReadyTimeout, DefaultReadyTimeout)
+	out.MaxWait = cmp.Or(out.MaxWait, DefaultMaxWait)
+	out.MaxWaiters = cmp.Or(out.MaxWaiters, DefaultMaxWaiters)
+	out.ReadTimeout = cmp.Or(out.ReadTimeout, DefaultReadTimeout)
+	out.PublishTimeout = cmp.Or(out.PublishTimeout, DefaultPublishTimeout)
+	out.Limits.MaxEventBytes = cmp.Or(out.Limits.MaxEventBytes, evidence.DefaultMaxEventBytes)
+	out.Limits.MaxMessages = cmp.Or(out.Limits.MaxMessages, evidence.DefaultMaxMessages)
+	if out.Ready == nil {
+		out.Ready = func(context.Context) error { return nil }
+	}
+	if out.Metrics == nil {
+		out.Metrics = metrics.New()
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &out
+}
+
+// validate reports the first field of a defaulted Config that cannot work,
+// saying how to fix it.
+func (c *Config) validate() error {
+	switch {
+	case len(c.JWTSecret) == 0:
+		return errors.New("api: Config.JWTSecret must be set: set RECALL_JWT_SECRET to the HS256 secret tokens are signed with")
+	case c.Notifier == nil:
+		return errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
+	case c.MaxWait < 0:
+		return fmt.Errorf("api: Config.MaxWait is %v: it must be positive, or 0 for the default %v", c.MaxWait, DefaultMaxWait)
+	case c.MaxWaiters < 0:
+		return fmt.Errorf("api: Config.MaxWaiters is %d: it must be positive, or 0 for the default %d", c.MaxWaiters, DefaultMaxWaiters)
+	case c.ReadTimeout < 0:
+		return fmt.Errorf("api: Config.ReadTimeout is %v: it must be positive, or 0 for the default %v", c.ReadTimeout, DefaultReadTimeout)
+	case c.PublishTimeout < 0:
+		return fmt.Errorf("api: Config.PublishTimeout is %v: it must be positive, or 0 for the default %v", c.PublishTimeout, DefaultPublishTimeout)
+	case c.Limits.MaxEventBytes < 0 || c.Limits.MaxMessages < 0:
+		return errors.New("api: Config.Limits must not be negative; 0 means the default")
+	case c.ReadyTimeout < 0:
+		return fmt.Errorf("api: Config.ReadyTimeout is %v: it must be positive, or 0 for the default %v", c.ReadyTimeout, DefaultReadyTimeout)
+	}
+	return nil
+}
+
 // New returns a Handler that reads through src.
 func New(src Source, cfg *Config) (*Handler, error) {
-	if cfg == nil {
-		cfg = &Config{}
-	}
-	switch {
-	case src == nil:
+	if src == nil {
 		return nil, errors.New("api: src must not be nil: pass the store the API reads from")
-	case len(cfg.JWTSecret) == 0:
-		return nil, errors.New("api: Config.JWTSecret must be set: set RECALL_JWT_SECRET to the HS256 secret tokens are signed with")
-	case cfg.Notifier == nil:
-		return nil, errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
-	case cfg.MaxWait < 0:
-		return nil, fmt.Errorf("api: Config.MaxWait is %v: it must be positive, or 0 for the default %v", cfg.MaxWait, DefaultMaxWait)
-	case cfg.MaxWaiters < 0:
-		return nil, fmt.Errorf("api: Config.MaxWaiters is %d: it must be positive, or 0 for the default %d", cfg.MaxWaiters, DefaultMaxWaiters)
-	case cfg.ReadTimeout < 0:
-		return nil, fmt.Errorf("api: Config.ReadTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadTimeout, DefaultReadTimeout)
-	case cfg.PublishTimeout < 0:
-		return nil, fmt.Errorf("api: Config.PublishTimeout is %v: it must be positive, or 0 for the default %v", cfg.PublishTimeout, DefaultPublishTimeout)
-	case cfg.Limits.MaxEventBytes < 0 || cfg.Limits.MaxMessages < 0:
-		return nil, errors.New("api: Config.Limits must not be negative; 0 means the default")
-	case cfg.ReadyTimeout < 0:
-		return nil, fmt.Errorf("api: Config.ReadyTimeout is %v: it must be positive, or 0 for the default %v", cfg.ReadyTimeout, DefaultReadyTimeout)
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	h := &Handler{
 		src:      src,
-		notifier: cfg.Notifier,
-		secret:   append([]byte(nil), cfg.JWTSecret...),
+		notifier: c.Notifier,
+		secret:   append([]byte(nil), c.JWTSecret...),
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 			jwt.WithExpirationRequired(),
 		),
-		ready:        cfg.Ready,
-		readyTimeout: cmp.Or(cfg.ReadyTimeout, DefaultReadyTimeout),
-		maxWait:      cmp.Or(cfg.MaxWait, DefaultMaxWait),
-		metrics:      cfg.Metrics,
-		logger:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		ready:        c.Ready,
+		readyTimeout: c.ReadyTimeout,
+		maxWait:      c.MaxWait,
+		metrics:      c.Metrics,
+		logger:       c.Logger,
 		mux:          http.NewServeMux(),
 		drained:      make(chan struct{}),
 
-		publisher:      cfg.Publisher,
-		limits:         evidence.Limits{MaxEventBytes: cmp.Or(cfg.Limits.MaxEventBytes, evidence.DefaultMaxEventBytes), MaxMessages: cmp.Or(cfg.Limits.MaxMessages, evidence.DefaultMaxMessages)},
-		publishTimeout: cmp.Or(cfg.PublishTimeout, DefaultPublishTimeout),
-		rejections:     cfg.Rejections,
+		publisher:      c.Publisher,
+		limits:         c.Limits,
+		publishTimeout: c.PublishTimeout,
+		rejections:     c.Rejections,
 	}
-	h.waiters = newWaiters(src, cfg.Notifier, cmp.Or(cfg.MaxWaiters, DefaultMaxWaiters), cmp.Or(cfg.ReadTimeout, DefaultReadTimeout))
-	if h.ready == nil {
-		h.ready = func(context.Context) error { return nil }
-	}
-	if h.metrics == nil {
-		h.metrics = metrics.New()
-	}
+	h.waiters = newWaiters(src, c.Notifier, c.MaxWaiters, c.ReadTimeout)
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
 	h.mux.HandleFunc(routeSearch, h.handle(h.searchEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))
