@@ -208,18 +208,23 @@ func pointers(items []Item) []*Item {
 // oldest, the second newest, … A conversation's first statements set it up
 // and its newest are what it is about now.
 func alternateEnds(items []Item) []*Item {
-	out := make([]*Item, len(items))
-	rank := make(map[*Item]int, len(items))
-	for lo, hi, r := 0, len(items)-1, 0; lo <= hi; lo, hi = lo+1, hi-1 {
-		rank[&items[lo]], rank[&items[hi]] = r, r+1
+	n := len(items)
+	rank := make([]int, n)
+	for lo, hi, r := 0, n-1, 0; lo <= hi; lo, hi = lo+1, hi-1 {
+		rank[lo], rank[hi] = r, r+1
 		r += 2
 	}
-	for i := range items {
-		out[i] = &items[i]
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
 	}
-	slices.SortStableFunc(out, func(x, y *Item) int {
-		return cmp.Or(y.Weight-x.Weight, rank[x]-rank[y])
+	slices.SortStableFunc(order, func(x, y int) int {
+		return cmp.Or(items[y].Weight-items[x].Weight, rank[x]-rank[y])
 	})
+	out := make([]*Item, n)
+	for i, j := range order {
+		out[i] = &items[j]
+	}
 	return out
 }
 
@@ -228,12 +233,30 @@ func alternateEnds(items []Item) []*Item {
 // sum over shared terms of the term's rarity among the candidates
 // (log(1 + total/df)); best first, newer first on ties.
 func rankRelevant(c *Candidates, q *Query) []*Item {
-	df := make(map[string]int)
+	// Each query term has a slot: the request's 1 to len(q.request), the
+	// window's after them; 0 is none. One lookup per term of an item.
+	nReq := int32(len(q.request))
+	slot := make(map[string]int32, len(q.request)+len(q.windowOnly))
+	for i, t := range q.request {
+		slot[t] = int32(i) + 1
+	}
+	for i, t := range q.windowOnly {
+		slot[t] = nReq + int32(i) + 1
+	}
+	df := make([]int, len(q.request)+len(q.windowOnly)+1)
+	var slots []int32 // of every term of every candidate, in order
 	for i := range c.Relevant {
 		for _, t := range c.Relevant[i].Terms {
-			if q.requestSet[t] || q.windowSet[t] {
-				df[t]++
-			}
+			s := slot[t]
+			slots = append(slots, s)
+			df[s]++
+		}
+	}
+	total := float64(max(c.Total, 1))
+	idf := make([]float64, len(df))
+	for s := 1; s < len(df); s++ {
+		if df[s] > 0 {
+			idf[s] = math.Log(1 + total/float64(df[s]))
 		}
 	}
 	type scored struct {
@@ -241,19 +264,22 @@ func rankRelevant(c *Candidates, q *Query) []*Item {
 		request, window float64
 	}
 	var ss []scored
-	total := float64(max(c.Total, 1))
+	next := 0
 	for i := range c.Relevant {
 		it := &c.Relevant[i]
+		mine := slots[next : next+len(it.Terms)]
+		next += len(it.Terms)
 		if q.window[windowKey{it.Index, it.Span[0]}] {
 			continue
 		}
 		sc := scored{it: it}
-		for _, t := range it.Terms {
+		for _, s := range mine {
 			switch {
-			case q.requestSet[t]:
-				sc.request += math.Log(1 + total/float64(df[t]))
-			case q.windowSet[t]:
-				sc.window += math.Log(1 + total/float64(df[t]))
+			case s == 0:
+			case s <= nReq:
+				sc.request += idf[s]
+			default:
+				sc.window += idf[s]
 			}
 		}
 		if sc.request > 0 || sc.window > 0 {
