@@ -143,6 +143,16 @@ func ParseEvent(data []byte, limits Limits) (*Event, error) {
 		return nil, reject(ReasonMalformed, "event is not valid UTF-8")
 	}
 	trimmed := bytes.TrimSpace(data)
+	if ev, ok := parseEventFast(trimmed, limits); ok {
+		return ev, nil
+	}
+	return parseEventGeneral(trimmed, limits)
+}
+
+// parseEventGeneral is ParseEvent by encoding/json: the reference the fast
+// path agrees with, and the decoder of every event it does not answer for.
+// data is trimmed, valid UTF-8 and within the size limit.
+func parseEventGeneral(trimmed []byte, limits Limits) (*Event, error) {
 	if !json.Valid(trimmed) {
 		return nil, reject(ReasonMalformed, "event is not valid JSON")
 	}

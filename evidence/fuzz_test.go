@@ -105,6 +105,8 @@ func FuzzParseEvent(f *testing.F) {
 	}
 	limits := Limits{MaxEventBytes: 1 << 20, MaxMessages: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The fast path answers as the general path would.
+		checkSameParse(t, data, limits)
 		ev, err := ParseEvent(data, limits)
 		if err != nil {
 			var re *RejectError
