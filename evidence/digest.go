@@ -109,7 +109,8 @@ func (m *Message) Digest() (Digest, error) { return m.digest(false) }
 
 // digest is Digest; contentCanonical says that m.Content is known to be in
 // canonical form already (decodeContent built it from a string), so that it
-// is written as it is.
+// is written as it is, or, when it is nil, that the content was the string
+// m.Text, whose part list is written without being built first.
 func (m *Message) digest(contentCanonical bool) (Digest, error) {
 	d := hashPool.Get().(*digester)
 	defer hashPool.Put(d)
@@ -145,7 +146,11 @@ func (m *Message) appendCanonical(b []byte, contentCanonical bool) ([]byte, erro
 	}
 	b = append(b, `,"content":`...)
 	if contentCanonical {
-		b = append(b, m.Content...)
+		if m.Content == nil {
+			b = appendTextParts(b, m.Text)
+		} else {
+			b = append(b, m.Content...)
+		}
 	} else if b, err = appendJCS(b, m.Content, "content"); err != nil {
 		return b, err
 	}
@@ -204,11 +209,10 @@ func appendCanonicalString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
+		if i = skipPlain(s, i); i >= len(s) {
+			break
 		}
+		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {

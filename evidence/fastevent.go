@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"bytes"
 	"strings"
 )
 
@@ -168,7 +169,10 @@ func (s *jsonScanner) messages(max int) (msgs []Message, digests []Digest, ok bo
 	if !s.consume('[') {
 		return nil, nil, false
 	}
-	msgs, digests = []Message{}, []Digest{}
+	// Room for the messages: one for each "role" is a guess for the flat
+	// form, which most senders use.
+	n := min(max, bytes.Count(s.data[s.pos:], []byte(`"role"`)))
+	msgs, digests = make([]Message, 0, n), make([]Digest, 0, n)
 	if s.consume(']') {
 		return msgs, digests, true
 	}
@@ -269,6 +273,128 @@ func (s *jsonScanner) messageFields() (f msgFields, ok bool) {
 		if !s.consume('}') || f.role == nil {
 			return f, false
 		}
+		f.inPlace = true
 		return f, true
+	}
+}
+
+// scanToolCalls reads a list of tool calls as decodeToolCalls does, from a
+// value the scanner has validated. ok is false for anything but a list of
+// objects whose members id, name, args, function (and its name and
+// arguments) are unescaped, unique and of the types decodeToolCalls accepts;
+// the caller then uses decodeToolCalls.
+func scanToolCalls(raw []byte) (calls []ToolCall, ok bool) {
+	s := jsonScanner{data: raw}
+	if !s.consume('[') {
+		return nil, false
+	}
+	calls = []ToolCall{}
+	if s.consume(']') {
+		return calls, true
+	}
+	for {
+		var id, name, args, function []byte
+		if !s.members(func(key string) *[]byte {
+			switch key {
+			case "id":
+				return &id
+			case "name":
+				return &name
+			case "args":
+				return &args
+			case "function":
+				return &function
+			}
+			return nil
+		}) {
+			return nil, false
+		}
+		var c ToolCall
+		var ok bool
+		if c.ID, ok = optionalString(id); !ok {
+			return nil, false
+		}
+		if len(function) > 0 && function[0] == '{' {
+			var fnName, arguments []byte
+			fs := jsonScanner{data: function}
+			if !fs.members(func(key string) *[]byte {
+				switch key {
+				case "name":
+					return &fnName
+				case "arguments":
+					return &arguments
+				}
+				return nil
+			}) {
+				return nil, false
+			}
+			if c.Name, ok = optionalString(fnName); !ok {
+				return nil, false
+			}
+			c.Args = argumentsValue(arguments)
+		} else {
+			if c.Name, ok = optionalString(name); !ok {
+				return nil, false
+			}
+			c.Args = argsValue(args)
+		}
+		calls = append(calls, c)
+		if s.consume(',') {
+			continue
+		}
+		if !s.consume(']') {
+			return nil, false
+		}
+		return calls, true
+	}
+}
+
+// optionalString decodes an absent, null or string member as optString
+// does; ok is false for any other value.
+func optionalString(raw []byte) (string, bool) {
+	if isNull(raw) {
+		return "", true
+	}
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := decodeString(raw)
+	return s, err == nil
+}
+
+// members reads the object at s.pos, storing the value of each member for
+// which field returns a destination. ok is false when it is not an object,
+// or a key has escapes, or a member with a destination repeats.
+func (s *jsonScanner) members(field func(key string) *[]byte) bool {
+	if !s.consume('{') {
+		return false
+	}
+	if s.consume('}') {
+		return true
+	}
+	for {
+		s.skipSpace()
+		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+			return false
+		}
+		key, escaped, ok := s.stringBody()
+		if !ok || escaped || !s.consume(':') {
+			return false
+		}
+		dst := field(string(key))
+		v, ok := s.value()
+		if !ok {
+			return false
+		}
+		if dst != nil {
+			if *dst != nil {
+				return false
+			}
+			*dst = v
+		}
+		if s.consume(',') {
+			continue
+		}
+		return s.consume('}')
 	}
 }

@@ -292,6 +292,10 @@ func classRole(class string, kwargs rawObject) (Role, bool) {
 type msgFields struct {
 	role, typ, id, toolCallID, name, content                json.RawMessage
 	toolCalls, invalidToolCalls, additionalKwargs, artifact json.RawMessage
+	// inPlace is set by ParseEvent's fast path, which digests the message
+	// at once: a string content is kept as Text only (Content is nil; the
+	// digest writes its part list), tool calls are read by the scanner.
+	inPlace bool
 }
 
 func fieldsOf(obj rawObject) *msgFields {
@@ -432,14 +436,24 @@ func decodeCommon(obj *msgFields, index int) (Message, error) {
 			return Message{}, err
 		}
 	}
-	if m.Content, m.Text, err = decodeContent(obj.content, index); err != nil {
-		return Message{}, err
-	}
 	if c := bytes.TrimSpace(obj.content); len(c) > 0 && c[0] == '"' {
 		m.StringContent = true
 	}
-	if m.ToolCalls, err = decodeToolCalls(obj.toolCalls, "tool_calls", index); err != nil {
+	if obj.inPlace && m.StringContent {
+		if m.Text, err = decodeString(obj.content); err != nil {
+			return Message{}, &DecodeError{Index: index, Field: "content", Problem: "is not a valid JSON string"}
+		}
+	} else if m.Content, m.Text, err = decodeContent(obj.content, index); err != nil {
 		return Message{}, err
+	}
+	var fast bool
+	if obj.inPlace && !isNull(obj.toolCalls) {
+		m.ToolCalls, fast = scanToolCalls(obj.toolCalls)
+	}
+	if !fast {
+		if m.ToolCalls, err = decodeToolCalls(obj.toolCalls, "tool_calls", index); err != nil {
+			return Message{}, err
+		}
 	}
 	m.HasToolCalls = len(m.ToolCalls) > 0
 	if !m.HasToolCalls {
@@ -523,11 +537,18 @@ func AppendJSONString(b []byte, s string) []byte { return appendCanonicalString(
 
 // textParts builds the canonical part list [{"text":s,"type":"text"}].
 func textParts(s string) json.RawMessage {
-	b := make([]byte, 0, len(s)+32)
+	return appendTextParts(make([]byte, 0, len(s)+32), s)
+}
+
+// appendTextParts appends the canonical content of the string content s:
+// [{"text":s,"type":"text"}], or [] when s is "".
+func appendTextParts(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, jsonEmptyList...)
+	}
 	b = append(b, `[{"text":`...)
 	b = appendCanonicalString(b, s)
-	b = append(b, `,"type":"text"}]`...)
-	return b
+	return append(b, `,"type":"text"}]`...)
 }
 
 func decodeToolCalls(raw json.RawMessage, field string, index int) ([]ToolCall, error) {

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -249,11 +250,8 @@ func stringValue(raw []byte) (string, bool) {
 // unquote decodes the body of a valid JSON string as encoding/json does:
 // invalid surrogate escapes become U+FFFD.
 func unquote(body []byte) string {
-	i := 0
-	for i < len(body) && body[i] != '\\' {
-		i++
-	}
-	if i == len(body) {
+	i := bytes.IndexByte(body, '\\')
+	if i < 0 {
 		return string(body)
 	}
 	b := make([]byte, 0, len(body))
@@ -261,12 +259,12 @@ func unquote(body []byte) string {
 	for i < len(body) {
 		c := body[i]
 		if c != '\\' {
-			j := i + 1
-			for j < len(body) && body[j] != '\\' {
-				j++
+			j := bytes.IndexByte(body[i:], '\\')
+			if j < 0 {
+				j = len(body) - i
 			}
-			b = append(b, body[i:j]...)
-			i = j
+			b = append(b, body[i:i+j]...)
+			i += j
 			continue
 		}
 		switch body[i+1] {
