@@ -2,11 +2,13 @@ package evidence
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gowebpki/jcs"
 )
@@ -385,14 +387,13 @@ func (c *canonicalizer) string() bool {
 // skipPlain returns the index of the first byte of s at or after i that is
 // not a plain ASCII string character: '"', '\\', a control character or
 // the start of a multi-byte character. It tests eight bytes at a time.
-func skipPlain[T string | []byte](s T, i int) int {
+func skipPlain(s []byte, i int) int {
 	const (
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
 	)
 	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		x := binary.LittleEndian.Uint64(s[i:])
 		quote := x ^ ('"' * ones)
 		slash := x ^ ('\\' * ones)
 		// Any byte below 0x20, any zero byte after the XORs, any high bit.
@@ -404,6 +405,11 @@ func skipPlain[T string | []byte](s T, i int) int {
 		i++
 	}
 	return i
+}
+
+// skipPlainString is skipPlain over a string, read in place.
+func skipPlainString(s string, i int) int {
+	return skipPlain(unsafe.Slice(unsafe.StringData(s), len(s)), i)
 }
 
 // canonicalEscape returns the length of the escape sequence at the start of

@@ -209,7 +209,7 @@ func appendCanonicalString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i = skipPlain(s, i); i >= len(s) {
+		if i = skipPlainString(s, i); i >= len(s) {
 			break
 		}
 		c := s[i]
