@@ -394,3 +394,42 @@ func TestExtractInChunks(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractInByteChunks extracts a history of large messages, more text
+// than one read of held messages takes, in both profiles: the evidence
+// equals one fold over it.
+func TestExtractInByteChunks(t *testing.T) {
+	t.Parallel()
+	for _, fold := range []*evidence.Config{{Profile: evidence.ProfileSeed}, {Profile: evidence.ProfileFocus}} {
+		t.Run(string(fold.Profile), func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, time.Minute)
+			st := newFocusStore(t, tb, fold)
+			// About 2 MB of text: four reads.
+			h := longConversation(120, 9)
+			filler := strings.Repeat("The export job moved to its own replica and the read path stayed within budget. ", 200)
+			for i := range h {
+				var m map[string]any
+				if err := json.Unmarshal(h[i], &m); err != nil {
+					t.Fatal(err)
+				}
+				if s, ok := m["content"].(string); ok {
+					m["content"] = s + " " + filler
+					h[i], _ = json.Marshal(m)
+				}
+			}
+			if _, err := st.Ingest(t.Context(), snapshot(t, "e1", h), store.Meta{}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := st.Extract(t.Context(), "u", "c", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := foldWith(t, h, fold)
+			if res.Outcome != evidence.Applied || res.Cursor != want.Cursor {
+				t.Fatalf("extract: %+v, want applied up to %d", res, want.Cursor)
+			}
+			requireView(t, st, want)
+		})
+	}
+}
