@@ -14,7 +14,10 @@ import (
 // decodes the event by the general path, which gives every error its
 // message. Where it answers, the answer is the general path's, field for
 // field and digest for digest (FuzzParseEvent checks it).
-func parseEventFast(data []byte, limits Limits) (ev *Event, ok bool) {
+//
+// With shareText, a message text that needs no unescaping is a string over
+// data's bytes rather than a copy (ParseEventInPlace).
+func parseEventFast(data []byte, limits Limits, shareText bool) (ev *Event, ok bool) {
 	s := jsonScanner{data: data}
 	if !s.consume('{') {
 		return nil, false
@@ -65,7 +68,7 @@ func parseEventFast(data []byte, limits Limits) (ev *Event, ok bool) {
 					return nil, false
 				}
 				haveMessages = true
-				msgs, digests, ok = s.messages(limits.MaxMessages)
+				msgs, digests, ok = s.messages(limits.MaxMessages, shareText)
 			default:
 				// encoding/json matches members to fields without regard
 				// to case: such a member is the general path's.
@@ -165,7 +168,7 @@ func isPlainKey(key []byte) bool {
 // messages decodes and digests the list of messages at s.pos, one message
 // at a time, keeping what the fold needs. ok is false for anything but a
 // list of at most max valid messages.
-func (s *jsonScanner) messages(max int) (msgs []Message, digests []Digest, ok bool) {
+func (s *jsonScanner) messages(max int, shareText bool) (msgs []Message, digests []Digest, ok bool) {
 	if !s.consume('[') {
 		return nil, nil, false
 	}
@@ -185,6 +188,7 @@ func (s *jsonScanner) messages(max int) (msgs []Message, digests []Digest, ok bo
 		var m Message
 		var err error
 		if f, ok := s.messageFields(); ok {
+			f.shareText = shareText
 			m, err = decodeFields(&f, FormFlat, i)
 		} else {
 			// Another form, or a member the general decoder must see:

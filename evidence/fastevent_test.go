@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -41,7 +42,7 @@ func checkSameParse(t *testing.T, data []byte, limits Limits) bool {
 	if gotErr != nil || len(trimmed) > limits.withDefaults().MaxEventBytes || !utf8.Valid(trimmed) {
 		return false
 	}
-	_, fast := parseEventFast(trimmed, limits.withDefaults())
+	_, fast := parseEventFast(trimmed, limits.withDefaults(), false)
 	return fast
 }
 
@@ -71,6 +72,7 @@ func TestParseEventFastPath(t *testing.T) {
 		{"delete", []byte(`{"schema":"recall.checkpoint.v1","kind":"delete","event_id":"e","user_id":"u","conversation_id":"c"}`), false},
 		{"escaped key", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[{"r\u006fle":"user","content":"x"}]}`), true},
 		{"escaped id", []byte(`{"schema":"recall.checkpoint.v1","event_id":"\u0065","user_id":"u","conversation_id":"c","messages":[]}`), false},
+		{"escape after a multi-byte character", []byte(`{"schema":"recall.checkpoint.v1","event_id":"é\u0041","user_id":"u","conversation_id":"c","messages":[{"role":"user","content":"é\u0041"}]}`), false},
 		{"field in capitals", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","Messages":[],"messages":[{"role":"user"}]}`), false},
 		{"duplicate member", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[{"role":"user","content":"a","content":"b"}]}`), true},
 		{"duplicate messages", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[],"messages":[{"role":"user"}]}`), false},
@@ -171,6 +173,57 @@ func TestDigestOfStringContent(t *testing.T) {
 			if got, err := m.digest(m.StringContent); err != nil || got != want {
 				t.Fatalf("%s: digest %s, %v; want %s", raw, got, err, want)
 			}
+		}
+	}
+}
+
+// TestParseEventInPlace checks that ParseEventInPlace decodes as ParseEvent
+// does, and that the texts it shares with the event are those without
+// escapes.
+func TestParseEventInPlace(t *testing.T) {
+	t.Parallel()
+	_, raws := randomHistory(t, rand.New(rand.NewPCG(3, 3)), 80)
+	raws = append(raws, json.RawMessage(`{"role":"user","content":"plain text"}`), json.RawMessage(`{"role":"user","content":"line\nbreak"}`))
+	data := corpusEvent(corpusFile{Name: "e", UserID: "u", ConvID: "c"}, raws)
+	want, err := ParseEvent(data, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseEventInPlace(data, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("events differ (-ParseEvent +ParseEventInPlace):\n%s", diff)
+	}
+	inside := func(s string) bool {
+		p, q := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+		return len(s) > 0 && p >= q && p < q+uintptr(len(data))
+	}
+	n := len(got.Messages)
+	if plain, escaped := got.Messages[n-2].Text, got.Messages[n-1].Text; !inside(plain) || inside(escaped) {
+		t.Errorf("plain text shared: %v, want true; text with an escape shared: %v, want false", inside(plain), inside(escaped))
+	}
+	for i := range want.Messages {
+		if inside(want.Messages[i].Text) {
+			t.Fatalf("ParseEvent: message %d's text shares the event's memory", i)
+		}
+	}
+}
+
+func TestPlainString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{`""`, true}, {`"abc"`, true}, {`"é中😀 x"`, true}, {`"a\n"`, false}, {`"é\u0041"`, false},
+		{"\"a\x01\"", false}, {"\"\xff\"", false}, {`"é"x`, false}, {`12`, false}, {`"`, false},
+	}
+	for _, tt := range tests {
+		body, ok := plainString([]byte(tt.in))
+		if ok != tt.want || ok && `"`+string(body)+`"` != tt.in {
+			t.Errorf("plainString(%q) = %q, %v; want %v", tt.in, body, ok, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Role is a message's normalised role.
@@ -296,6 +297,9 @@ type msgFields struct {
 	// at once: a string content is kept as Text only (Content is nil; the
 	// digest writes its part list), tool calls are read by the scanner.
 	inPlace bool
+	// shareText is set with inPlace by ParseEventInPlace: a string content
+	// without escapes becomes a Text that shares the event's memory.
+	shareText bool
 }
 
 func fieldsOf(obj rawObject) *msgFields {
@@ -381,8 +385,15 @@ func plainString(raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	body := raw[1 : len(raw)-1]
-	if i := skipPlain(body, 0); i < len(body) && (body[i] < utf8.RuneSelf || !utf8.Valid(body[i:])) {
-		return nil, false
+	for i := skipPlain(body, 0); i < len(body); i = skipPlain(body, i) {
+		if body[i] < utf8.RuneSelf {
+			return nil, false // an escape, a quote or a control character
+		}
+		r, size := utf8.DecodeRune(body[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return nil, false
+		}
+		i += size
 	}
 	return body, true
 }
@@ -439,7 +450,9 @@ func decodeCommon(obj *msgFields, index int) (Message, error) {
 	if c := bytes.TrimSpace(obj.content); len(c) > 0 && c[0] == '"' {
 		m.StringContent = true
 	}
-	if obj.inPlace && m.StringContent {
+	if body, ok := plainString(obj.content); ok && obj.shareText {
+		m.Text = unsafe.String(unsafe.SliceData(body), len(body))
+	} else if obj.inPlace && m.StringContent {
 		if m.Text, err = decodeString(obj.content); err != nil {
 			return Message{}, &DecodeError{Index: index, Field: "content", Problem: "is not a valid JSON string"}
 		}
