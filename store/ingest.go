@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 
@@ -224,9 +225,9 @@ func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int,
 		chains[j] = cc[:]
 		roles[j] = string(m.Role)
 		evidential[j] = m.Evidential()
-		ids[j] = []byte(m.ID)
+		ids[j] = stringBytes(m.ID)
 		if evidential[j] {
-			texts[j] = []byte(m.Text)
+			texts[j] = stringBytes(m.Text)
 		}
 		if m.IsRequest() && i > cursor {
 			request = true
@@ -243,3 +244,8 @@ FROM unnest($3::int[], $4::bytea[], $5::bytea[], $6::text[], $7::bool[], $8::byt
 	}
 	return c, request, nil
 }
+
+// stringBytes returns the bytes of s without a copy, for parameters pgx only
+// reads: a large snapshot's text is not copied once more on its way to
+// Postgres.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
