@@ -227,3 +227,25 @@ func TestPlainString(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeString checks decodeString against encoding/json on any JSON
+// string, valid UTF-8 or not.
+func FuzzDecodeString(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\u00e9\n"`, "\"\xff\"", `"é\u0041"`, `null`, `12`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var want string
+		wantErr := json.Unmarshal(data, &want)
+		got, err := decodeString(data)
+		if (err != nil) != (wantErr != nil) || got != want {
+			t.Fatalf("decodeString(%q) = %q, %v; json.Unmarshal: %q, %v", data, got, err, want, wantErr)
+		}
+		if body, ok := plainString(data); ok && string(body) != want {
+			t.Fatalf("plainString(%q) = %q, want %q", data, body, want)
+		}
+	})
+}
