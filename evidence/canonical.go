@@ -47,8 +47,9 @@ type canonicalizer struct {
 	keys    []byte
 	// scratch holds an object's members while they are put in order.
 	scratch []byte
-	// escaped reports whether the last string had an escape sequence.
-	escaped bool
+	// escaped reports whether the last string had an escape sequence,
+	// multiByte whether it had a character beyond ASCII.
+	escaped, multiByte bool
 }
 
 // member is one object member written to out[start:end]. Its decoded key is
@@ -63,6 +64,9 @@ type member struct {
 }
 
 func keyPrefix(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
 	var p uint64
 	for i := range 8 {
 		p <<= 8
@@ -114,6 +118,9 @@ func appendCanonicalJSON(dst, raw []byte) (out []byte, ok bool) {
 }
 
 func (c *canonicalizer) skipSpace() {
+	if c.pos < len(c.in) && c.in[c.pos] > ' ' {
+		return // what compact JSON has at every call
+	}
 	for c.pos < len(c.in) {
 		switch c.in[c.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -233,7 +240,7 @@ func (c *canonicalizer) objectMembers(depth, base int) bool {
 			m.keyTo = int32(len(c.keys))
 		}
 		key := c.key(&m)
-		if !sortsAsUTF16(key) {
+		if (c.multiByte || m.escaped) && !sortsAsUTF16(key) {
 			return false
 		}
 		m.prefix = keyPrefix(key)
@@ -340,7 +347,7 @@ var stringSafe = func() (t [256]bool) {
 // the escapes JCS writes itself — is copied in runs as long as it lasts.
 func (c *canonicalizer) string() bool {
 	c.out = append(c.out, '"')
-	c.escaped = false
+	c.escaped, c.multiByte = false, false
 	in := c.in
 	i := c.pos
 	run := i // the start of what is still to be copied as it is
@@ -355,6 +362,7 @@ func (c *canonicalizer) string() bool {
 			if r == utf8.RuneError && size <= 1 {
 				return false
 			}
+			c.multiByte = true
 			i += size
 			continue
 		}
