@@ -193,7 +193,7 @@ func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int
 		}
 		var err error
 		var req bool
-		if c, req, err = insertChunk(ctx, tx, ev, lo, hi, c, cursor); err != nil {
+		if c, req, err = insertChunk(ctx, tx, ev, lo, hi, c, cursor, size >= copyMinBytes); err != nil {
 			return false, err
 		}
 		request = request || req
@@ -202,9 +202,21 @@ func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int
 	return request, nil
 }
 
+// copyMinBytes is the size from which a chunk of messages is written with
+// COPY, which pgx streams in 64 KiB buffers, rather than with one INSERT,
+// whose array parameters and Bind message pgx builds whole (growing each
+// buffer by doubling): for a large snapshot that garbage, not the event,
+// set the worker's peak. Small chunks keep the INSERT: one round trip where
+// COPY takes two.
+const copyMinBytes = 128 << 10
+
+// messageColumns are the columns insertChunk writes.
+var messageColumns = []string{"user_id", "conversation_id", "idx", "digest", "chain", "role", "evidential", "message_id", "text"}
+
 // insertChunk stores messages [lo, hi) chained from c, the chain digest of
-// [0, lo), and returns the chain digest of [0, hi).
-func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int) (evidence.Digest, bool, error) {
+// [0, lo), and returns the chain digest of [0, hi). A large chunk is written
+// with COPY.
+func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int, large bool) (evidence.Digest, bool, error) {
 	count := hi - lo
 	idx := make([]int32, count)
 	digests := make([][]byte, count)
@@ -233,6 +245,15 @@ func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int,
 			request = true
 		}
 	}
+	if large {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"recall_message"}, messageColumns, pgx.CopyFromSlice(count, func(j int) ([]any, error) {
+			return []any{ev.UserID, ev.ConversationID, idx[j], digests[j], chains[j], roles[j], evidential[j], ids[j], texts[j]}, nil
+		}))
+		if err != nil {
+			return c, false, fmt.Errorf("store messages: %w", err)
+		}
+		return c, request, nil
+	}
 	_, err := tx.Exec(ctx, `
 INSERT INTO recall_message (user_id, conversation_id, idx, digest, chain, role, evidential, message_id, text)
 SELECT $1, $2, t.idx, t.digest, t.chain, t.role, t.evidential, t.message_id, t.text
@@ -248,4 +269,10 @@ FROM unnest($3::int[], $4::bytea[], $5::bytea[], $6::text[], $7::bool[], $8::byt
 // stringBytes returns the bytes of s without a copy, for parameters pgx only
 // reads: a large snapshot's text is not copied once more on its way to
 // Postgres.
-func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+// "" is an empty slice, not nil, which pgx would write as NULL.
+func stringBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
