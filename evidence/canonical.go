@@ -117,18 +117,23 @@ func appendCanonicalJSON(dst, raw []byte) (out []byte, ok bool) {
 	return out, true
 }
 
-func (c *canonicalizer) skipSpace() {
-	if c.pos < len(c.in) && c.in[c.pos] > ' ' {
-		return // what compact JSON has at every call
+func (c *canonicalizer) skipSpace() { c.pos = skipSpace(c.in, c.pos) }
+
+// skipSpace returns the index of the first byte of in at or after i that is
+// not JSON white space.
+func skipSpace(in []byte, i int) int {
+	if i < len(in) && in[i] > ' ' {
+		return i // what compact JSON has at every call
 	}
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
+	for i < len(in) {
+		switch in[i] {
 		case ' ', '\t', '\n', '\r':
-			c.pos++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 func (c *canonicalizer) value(depth int) bool {
@@ -567,52 +572,14 @@ func unescapeCanonical(dst, s []byte) []byte {
 
 // number writes the number at c.pos in its ECMAScript form.
 func (c *canonicalizer) number() bool {
-	in := c.in
 	start := c.pos
-	i := start
-	if in[i] == '-' {
-		i++
-	}
-	digits := i
-	switch {
-	case i < len(in) && in[i] == '0':
-		i++
-	case i < len(in) && '1' <= in[i] && in[i] <= '9':
-		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
-			i++
-		}
-	default:
+	i, digits, integer := numberEnd(c.in, start)
+	if i < 0 {
 		return false
 	}
-	integer := true
-	if i < len(in) && in[i] == '.' {
-		integer = false
-		i++
-		from := i
-		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
-			i++
-		}
-		if i == from {
-			return false
-		}
-	}
-	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
-		integer = false
-		i++
-		if i < len(in) && (in[i] == '+' || in[i] == '-') {
-			i++
-		}
-		from := i
-		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
-			i++
-		}
-		if i == from {
-			return false
-		}
-	}
 	c.pos = i
-	tok := in[start:i]
-	if integer && i-digits <= 15 {
+	tok := c.in[start:i]
+	if integer && digits <= 15 {
 		// Exact in a double, and written by ECMAScript as it is; but -0
 		// is 0.
 		if string(tok) == "-0" {
@@ -631,4 +598,55 @@ func (c *canonicalizer) number() bool {
 	}
 	c.out = append(c.out, s...)
 	return true
+}
+
+// numberEnd returns the end of the JSON number at in[i], -1 if there is
+// none; with the number of its integer digits and whether it is an integer
+// (no fraction, no exponent).
+func numberEnd(in []byte, i int) (end, digits int, integer bool) {
+	if i < len(in) && in[i] == '-' {
+		i++
+	}
+	from := i
+	switch {
+	case i < len(in) && in[i] == '0':
+		i++
+	case i < len(in) && '1' <= in[i] && in[i] <= '9':
+		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
+			i++
+		}
+	default:
+		return -1, 0, false
+	}
+	digits, integer = i-from, true
+	if i < len(in) && in[i] == '.' {
+		integer = false
+		if i = skipDigits(in, i+1); i < 0 {
+			return -1, 0, false
+		}
+	}
+	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		integer = false
+		i++
+		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		if i = skipDigits(in, i); i < 0 {
+			return -1, 0, false
+		}
+	}
+	return i, digits, integer
+}
+
+// skipDigits returns the end of the one or more digits at in[i], -1 if there
+// are none.
+func skipDigits(in []byte, i int) int {
+	from := i
+	for i < len(in) && '0' <= in[i] && in[i] <= '9' {
+		i++
+	}
+	if i == from {
+		return -1
+	}
+	return i
 }

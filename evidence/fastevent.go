@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 )
 
@@ -19,9 +20,6 @@ import (
 // data's bytes rather than a copy (ParseEventInPlace).
 func parseEventFast(data []byte, limits Limits, shareText bool) (ev *Event, ok bool) {
 	s := jsonScanner{data: data}
-	if !s.consume('{') {
-		return nil, false
-	}
 	var (
 		schema, kind, eventID, userID, conversationID, offset, prefix []byte
 		haveMessages                                                  bool
@@ -30,64 +28,47 @@ func parseEventFast(data []byte, limits Limits, shareText bool) (ev *Event, ok b
 	)
 	// set stores a header member's value; false for a duplicate.
 	set := func(dst *[]byte) bool {
-		if *dst != nil {
-			return false
-		}
 		v, ok := s.value()
-		*dst = v
-		return ok
+		return ok && setOnce(dst, v)
 	}
-	if !s.consume('}') {
-		for {
-			s.skipSpace()
-			if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-				return nil, false
-			}
-			key, escaped, ok := s.stringBody()
-			if !ok || escaped || !s.consume(':') {
-				return nil, false
-			}
-			s.skipSpace()
-			switch string(key) {
-			case "schema":
-				ok = set(&schema)
-			case "kind":
-				ok = set(&kind)
-			case "event_id":
-				ok = set(&eventID)
-			case "user_id":
-				ok = set(&userID)
-			case "conversation_id":
-				ok = set(&conversationID)
-			case "offset":
-				ok = set(&offset)
-			case "prefix_digest":
-				ok = set(&prefix)
-			case "messages":
-				if haveMessages {
-					return nil, false
-				}
-				haveMessages = true
-				msgs, digests, ok = s.messages(limits.MaxMessages, shareText)
-			default:
-				// encoding/json matches members to fields without regard
-				// to case: such a member is the general path's.
-				if !isPlainKey(key) {
-					return nil, false
-				}
-				ok = s.skipValue(0)
-			}
-			if !ok {
-				return nil, false
-			}
-			if s.consume(',') {
-				continue
-			}
-			if !s.consume('}') {
-				return nil, false
-			}
+	empty, ok := s.openObject()
+	for more := !empty; ok && more; {
+		var key []byte
+		if key, ok = s.key(); !ok {
 			break
 		}
+		switch string(key) {
+		case "schema":
+			ok = set(&schema)
+		case "kind":
+			ok = set(&kind)
+		case "event_id":
+			ok = set(&eventID)
+		case "user_id":
+			ok = set(&userID)
+		case "conversation_id":
+			ok = set(&conversationID)
+		case "offset":
+			ok = set(&offset)
+		case "prefix_digest":
+			ok = set(&prefix)
+		case "messages":
+			if haveMessages {
+				return nil, false
+			}
+			haveMessages = true
+			msgs, digests, ok = s.messages(limits.MaxMessages, shareText)
+		default:
+			// encoding/json matches members to fields without regard
+			// to case: such a member is the general path's.
+			ok = isPlainKey(key) && s.skipValue(0)
+		}
+		if ok {
+			more, ok = s.nextMember()
+		}
+	}
+	if !ok {
+		return nil, false
 	}
 	s.skipSpace()
 	if s.pos != len(s.data) || !haveMessages {
@@ -222,64 +203,55 @@ func (s *jsonScanner) messages(max int, shareText bool) (msgs []Message, digests
 // when it is not an object, has no role, has a duplicate member that
 // decoding reads or a key with escapes.
 func (s *jsonScanner) messageFields() (f msgFields, ok bool) {
-	if !s.consume('{') {
+	empty, ok := s.openObject()
+	for more := !empty; ok && more; {
+		var key, v []byte
+		if key, ok = s.key(); ok {
+			v, ok = s.value()
+		}
+		if dst := f.field(key); ok && dst != nil {
+			ok = setOnce(dst, v)
+		}
+		if ok {
+			more, ok = s.nextMember()
+		}
+	}
+	if !ok || f.role == nil {
 		return f, false
 	}
-	if s.consume('}') {
-		return f, false
+	f.inPlace = true
+	return f, true
+}
+
+// field returns where the member named key goes, nil for a member decoding
+// does not read.
+func (f *msgFields) field(key []byte) *[]byte {
+	var dst *json.RawMessage
+	switch string(key) {
+	case "role":
+		dst = &f.role
+	case "type":
+		dst = &f.typ
+	case "id":
+		dst = &f.id
+	case "tool_call_id":
+		dst = &f.toolCallID
+	case "name":
+		dst = &f.name
+	case "content":
+		dst = &f.content
+	case "tool_calls":
+		dst = &f.toolCalls
+	case "invalid_tool_calls":
+		dst = &f.invalidToolCalls
+	case "additional_kwargs":
+		dst = &f.additionalKwargs
+	case "artifact":
+		dst = &f.artifact
+	default:
+		return nil
 	}
-	for {
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-			return f, false
-		}
-		key, escaped, ok := s.stringBody()
-		if !ok || escaped || !s.consume(':') {
-			return f, false
-		}
-		var dst *[]byte
-		switch string(key) {
-		case "role":
-			dst = (*[]byte)(&f.role)
-		case "type":
-			dst = (*[]byte)(&f.typ)
-		case "id":
-			dst = (*[]byte)(&f.id)
-		case "tool_call_id":
-			dst = (*[]byte)(&f.toolCallID)
-		case "name":
-			dst = (*[]byte)(&f.name)
-		case "content":
-			dst = (*[]byte)(&f.content)
-		case "tool_calls":
-			dst = (*[]byte)(&f.toolCalls)
-		case "invalid_tool_calls":
-			dst = (*[]byte)(&f.invalidToolCalls)
-		case "additional_kwargs":
-			dst = (*[]byte)(&f.additionalKwargs)
-		case "artifact":
-			dst = (*[]byte)(&f.artifact)
-		}
-		s.skipSpace()
-		start := s.pos
-		if !s.skipValue(1) {
-			return f, false
-		}
-		if dst != nil {
-			if *dst != nil {
-				return f, false // a duplicate: the last one wins in a map
-			}
-			*dst = s.data[start:s.pos]
-		}
-		if s.consume(',') {
-			continue
-		}
-		if !s.consume('}') || f.role == nil {
-			return f, false
-		}
-		f.inPlace = true
-		return f, true
-	}
+	return (*[]byte)(dst)
 }
 
 // scanToolCalls reads a list of tool calls as decodeToolCalls does, from a
@@ -298,8 +270,8 @@ func scanToolCalls(raw []byte) (calls []ToolCall, ok bool) {
 	}
 	for {
 		var id, name, args, function []byte
-		if !s.members(func(key string) *[]byte {
-			switch key {
+		if !s.members(func(key []byte) *[]byte {
+			switch string(key) {
 			case "id":
 				return &id
 			case "name":
@@ -321,8 +293,8 @@ func scanToolCalls(raw []byte) (calls []ToolCall, ok bool) {
 		if len(function) > 0 && function[0] == '{' {
 			var fnName, arguments []byte
 			fs := jsonScanner{data: function}
-			if !fs.members(func(key string) *[]byte {
-				switch key {
+			if !fs.members(func(key []byte) *[]byte {
+				switch string(key) {
 				case "name":
 					return &fnName
 				case "arguments":
@@ -369,36 +341,61 @@ func optionalString(raw []byte) (string, bool) {
 // members reads the object at s.pos, storing the value of each member for
 // which field returns a destination. ok is false when it is not an object,
 // or a key has escapes, or a member with a destination repeats.
-func (s *jsonScanner) members(field func(key string) *[]byte) bool {
+func (s *jsonScanner) members(field func(key []byte) *[]byte) bool {
+	empty, ok := s.openObject()
+	for more := !empty; ok && more; {
+		var key, v []byte
+		if key, ok = s.key(); ok {
+			v, ok = s.value()
+		}
+		if dst := field(key); ok && dst != nil {
+			ok = setOnce(dst, v)
+		}
+		if ok {
+			more, ok = s.nextMember()
+		}
+	}
+	return ok
+}
+
+// openObject moves past the opening brace of an object, and past its
+// closing one when it is empty.
+func (s *jsonScanner) openObject() (empty, ok bool) {
 	if !s.consume('{') {
+		return false, false
+	}
+	return s.consume('}'), true
+}
+
+// key moves past a member's key and colon, to its value. ok is false for
+// anything but a key without escapes.
+func (s *jsonScanner) key() ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	key, escaped, ok := s.stringBody()
+	if !ok || escaped || !s.consume(':') {
+		return nil, false
+	}
+	s.skipSpace()
+	return key, true
+}
+
+// nextMember moves past what follows a member: more reports a comma, !more
+// the closing brace.
+func (s *jsonScanner) nextMember() (more, ok bool) {
+	if s.consume(',') {
+		return true, true
+	}
+	return false, s.consume('}')
+}
+
+// setOnce stores v in *dst; false when *dst holds a value already (a
+// duplicate member: in a map, the last one wins).
+func setOnce(dst *[]byte, v []byte) bool {
+	if *dst != nil {
 		return false
 	}
-	if s.consume('}') {
-		return true
-	}
-	for {
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-			return false
-		}
-		key, escaped, ok := s.stringBody()
-		if !ok || escaped || !s.consume(':') {
-			return false
-		}
-		dst := field(string(key))
-		v, ok := s.value()
-		if !ok {
-			return false
-		}
-		if dst != nil {
-			if *dst != nil {
-				return false
-			}
-			*dst = v
-		}
-		if s.consume(',') {
-			continue
-		}
-		return s.consume('}')
-	}
+	*dst = v
+	return true
 }

@@ -25,16 +25,7 @@ type jsonScanner struct {
 	pos  int
 }
 
-func (s *jsonScanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
+func (s *jsonScanner) skipSpace() { s.pos = skipSpace(s.data, s.pos) }
 
 // peek returns the next byte after white space, 0 at the end.
 func (s *jsonScanner) peek() byte {
@@ -148,44 +139,11 @@ func (s *jsonScanner) literal(lit string) bool {
 
 // number moves past a number of the JSON grammar.
 func (s *jsonScanner) number() bool {
-	d, i := s.data, s.pos
-	if d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && '1' <= d[i] && d[i] <= '9':
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-	default:
+	end, _, _ := numberEnd(s.data, s.pos)
+	if end < 0 {
 		return false
 	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		from := i
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-		if i == from {
-			return false
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		from := i
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-		if i == from {
-			return false
-		}
-	}
-	s.pos = i
+	s.pos = end
 	return true
 }
 
