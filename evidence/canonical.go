@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gowebpki/jcs"
 )
@@ -46,8 +47,9 @@ type canonicalizer struct {
 	keys    []byte
 	// scratch holds an object's members while they are put in order.
 	scratch []byte
-	// escaped reports whether the last string had an escape sequence.
-	escaped bool
+	// escaped reports whether the last string had an escape sequence,
+	// multiByte whether it had a character beyond ASCII.
+	escaped, multiByte bool
 }
 
 // member is one object member written to out[start:end]. Its decoded key is
@@ -62,6 +64,9 @@ type member struct {
 }
 
 func keyPrefix(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
 	var p uint64
 	for i := range 8 {
 		p <<= 8
@@ -112,15 +117,23 @@ func appendCanonicalJSON(dst, raw []byte) (out []byte, ok bool) {
 	return out, true
 }
 
-func (c *canonicalizer) skipSpace() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
+func (c *canonicalizer) skipSpace() { c.pos = skipSpace(c.in, c.pos) }
+
+// skipSpace returns the index of the first byte of in at or after i that is
+// not JSON white space.
+func skipSpace(in []byte, i int) int {
+	if i < len(in) && in[i] > ' ' {
+		return i // what compact JSON has at every call
+	}
+	for i < len(in) {
+		switch in[i] {
 		case ' ', '\t', '\n', '\r':
-			c.pos++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 func (c *canonicalizer) value(depth int) bool {
@@ -232,7 +245,7 @@ func (c *canonicalizer) objectMembers(depth, base int) bool {
 			m.keyTo = int32(len(c.keys))
 		}
 		key := c.key(&m)
-		if !sortsAsUTF16(key) {
+		if (c.multiByte || m.escaped) && !sortsAsUTF16(key) {
 			return false
 		}
 		m.prefix = keyPrefix(key)
@@ -339,7 +352,7 @@ var stringSafe = func() (t [256]bool) {
 // the escapes JCS writes itself — is copied in runs as long as it lasts.
 func (c *canonicalizer) string() bool {
 	c.out = append(c.out, '"')
-	c.escaped = false
+	c.escaped, c.multiByte = false, false
 	in := c.in
 	i := c.pos
 	run := i // the start of what is still to be copied as it is
@@ -354,6 +367,7 @@ func (c *canonicalizer) string() bool {
 			if r == utf8.RuneError && size <= 1 {
 				return false
 			}
+			c.multiByte = true
 			i += size
 			continue
 		}
@@ -404,6 +418,11 @@ func skipPlain(s []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// skipPlainString is skipPlain over a string, read in place.
+func skipPlainString(s string, i int) int {
+	return skipPlain(unsafe.Slice(unsafe.StringData(s), len(s)), i)
 }
 
 // canonicalEscape returns the length of the escape sequence at the start of
@@ -553,52 +572,14 @@ func unescapeCanonical(dst, s []byte) []byte {
 
 // number writes the number at c.pos in its ECMAScript form.
 func (c *canonicalizer) number() bool {
-	in := c.in
 	start := c.pos
-	i := start
-	if in[i] == '-' {
-		i++
-	}
-	digits := i
-	switch {
-	case i < len(in) && in[i] == '0':
-		i++
-	case i < len(in) && '1' <= in[i] && in[i] <= '9':
-		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
-			i++
-		}
-	default:
+	i, digits, integer := numberEnd(c.in, start)
+	if i < 0 {
 		return false
 	}
-	integer := true
-	if i < len(in) && in[i] == '.' {
-		integer = false
-		i++
-		from := i
-		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
-			i++
-		}
-		if i == from {
-			return false
-		}
-	}
-	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
-		integer = false
-		i++
-		if i < len(in) && (in[i] == '+' || in[i] == '-') {
-			i++
-		}
-		from := i
-		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
-			i++
-		}
-		if i == from {
-			return false
-		}
-	}
 	c.pos = i
-	tok := in[start:i]
-	if integer && i-digits <= 15 {
+	tok := c.in[start:i]
+	if integer && digits <= 15 {
 		// Exact in a double, and written by ECMAScript as it is; but -0
 		// is 0.
 		if string(tok) == "-0" {
@@ -617,4 +598,55 @@ func (c *canonicalizer) number() bool {
 	}
 	c.out = append(c.out, s...)
 	return true
+}
+
+// numberEnd returns the end of the JSON number at in[i], -1 if there is
+// none; with the number of its integer digits and whether it is an integer
+// (no fraction, no exponent).
+func numberEnd(in []byte, i int) (end, digits int, integer bool) {
+	if i < len(in) && in[i] == '-' {
+		i++
+	}
+	from := i
+	switch {
+	case i < len(in) && in[i] == '0':
+		i++
+	case i < len(in) && '1' <= in[i] && in[i] <= '9':
+		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
+			i++
+		}
+	default:
+		return -1, 0, false
+	}
+	digits, integer = i-from, true
+	if i < len(in) && in[i] == '.' {
+		integer = false
+		if i = skipDigits(in, i+1); i < 0 {
+			return -1, 0, false
+		}
+	}
+	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		integer = false
+		i++
+		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		if i = skipDigits(in, i); i < 0 {
+			return -1, 0, false
+		}
+	}
+	return i, digits, integer
+}
+
+// skipDigits returns the end of the one or more digits at in[i], -1 if there
+// are none.
+func skipDigits(in []byte, i int) int {
+	from := i
+	for i < len(in) && '0' <= in[i] && in[i] <= '9' {
+		i++
+	}
+	if i == from {
+		return -1
+	}
+	return i
 }

@@ -105,10 +105,16 @@ type digester struct {
 // RFC 8785 (JCS). Only role, id, type, content, tool_calls, tool_call_id and
 // artifact enter it, so the same message in another form, or with other
 // metadata, has the same digest.
-func (m *Message) Digest() (Digest, error) {
+func (m *Message) Digest() (Digest, error) { return m.digest(false) }
+
+// digest is Digest; contentCanonical says that m.Content is known to be in
+// canonical form already (decodeContent built it from a string), so that it
+// is written as it is, or, when it is nil, that the content was the string
+// m.Text, whose part list is written without being built first.
+func (m *Message) digest(contentCanonical bool) (Digest, error) {
 	d := hashPool.Get().(*digester)
 	defer hashPool.Put(d)
-	b, err := m.appendCanonical(d.buf[:0])
+	b, err := m.appendCanonical(d.buf[:0], contentCanonical)
 	if cap(b) <= 1<<20 {
 		d.buf = b
 	}
@@ -124,13 +130,13 @@ func (m *Message) Digest() (Digest, error) {
 
 // Canonical returns the JCS form of the normalised message, the bytes its
 // digest is taken over.
-func (m *Message) Canonical() ([]byte, error) { return m.appendCanonical(nil) }
+func (m *Message) Canonical() ([]byte, error) { return m.appendCanonical(nil, false) }
 
 // appendCanonical writes the normalised message in JCS form. The outer object
 // and the strings recall builds itself are written directly in canonical
 // order; values carried as given (content lists, tool-call args, artifacts)
 // go through the jcs library.
-func (m *Message) appendCanonical(b []byte) ([]byte, error) {
+func (m *Message) appendCanonical(b []byte, contentCanonical bool) ([]byte, error) {
 	var err error
 	// JCS orders keys by UTF-16 code units: artifact, content, id, role,
 	// tool_call_id, tool_calls, type.
@@ -139,7 +145,13 @@ func (m *Message) appendCanonical(b []byte) ([]byte, error) {
 		return b, err
 	}
 	b = append(b, `,"content":`...)
-	if b, err = appendJCS(b, m.Content, "content"); err != nil {
+	if contentCanonical {
+		if m.Content == nil {
+			b = appendTextParts(b, m.Text)
+		} else {
+			b = append(b, m.Content...)
+		}
+	} else if b, err = appendJCS(b, m.Content, "content"); err != nil {
 		return b, err
 	}
 	b = append(b, `,"id":`...)
@@ -197,11 +209,10 @@ func appendCanonicalString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
+		if i = skipPlainString(s, i); i >= len(s) {
+			break
 		}
+		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {

@@ -135,6 +135,18 @@ func ProbeKey(data []byte) (userID, conversationID, eventID string) {
 // *RejectError with reason malformed, invalid, unsupported_schema or
 // too_large when the event cannot be accepted.
 func ParseEvent(data []byte, limits Limits) (*Event, error) {
+	return parseEvent(data, limits, false)
+}
+
+// ParseEventInPlace is ParseEvent for a caller that owns data and leaves it
+// unchanged while it uses the event: the texts of the event's messages may
+// share data's memory instead of being copies, so that a large snapshot is
+// not held twice.
+func ParseEventInPlace(data []byte, limits Limits) (*Event, error) {
+	return parseEvent(data, limits, true)
+}
+
+func parseEvent(data []byte, limits Limits, shareText bool) (*Event, error) {
 	limits = limits.withDefaults()
 	if len(data) > limits.MaxEventBytes {
 		return nil, reject(ReasonTooLarge, "event is %d bytes, more than the limit of %d", len(data), limits.MaxEventBytes)
@@ -143,6 +155,16 @@ func ParseEvent(data []byte, limits Limits) (*Event, error) {
 		return nil, reject(ReasonMalformed, "event is not valid UTF-8")
 	}
 	trimmed := bytes.TrimSpace(data)
+	if ev, ok := parseEventFast(trimmed, limits, shareText); ok {
+		return ev, nil
+	}
+	return parseEventGeneral(trimmed, limits)
+}
+
+// parseEventGeneral is ParseEvent by encoding/json: the reference the fast
+// path agrees with, and the decoder of every event it does not answer for.
+// data is trimmed, valid UTF-8 and within the size limit.
+func parseEventGeneral(trimmed []byte, limits Limits) (*Event, error) {
 	if !json.Valid(trimmed) {
 		return nil, reject(ReasonMalformed, "event is not valid JSON")
 	}

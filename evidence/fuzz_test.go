@@ -105,6 +105,8 @@ func FuzzParseEvent(f *testing.F) {
 	}
 	limits := Limits{MaxEventBytes: 1 << 20, MaxMessages: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The fast path answers as the general path would.
+		checkSameParse(t, data, limits)
 		ev, err := ParseEvent(data, limits)
 		if err != nil {
 			var re *RejectError
@@ -218,6 +220,23 @@ func FuzzFold(f *testing.F) {
 		}
 		if diff := cmp.Diff(one, s, ignoreVersion); diff != "" {
 			t.Fatalf("growing snapshots at %v differ from one fold (-one +growing):\n%s", points, diff)
+		}
+	})
+}
+
+// FuzzFirstWord holds firstWord, which reads a text field by field, to the
+// first of splitWords over the whole text.
+func FuzzFirstWord(f *testing.F) {
+	for _, s := range []string{"", " August 2024", "  — März,", "...\t'  ", "x", " 'tis", "\u00a0juni", "3. mai", "-- -- oktober"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := ""
+		if words := splitWords(s, nil); len(words) > 0 {
+			want = words[0]
+		}
+		if got := firstWord(s); got != want {
+			t.Errorf("firstWord(%q) = %q, want %q", s, got, want)
 		}
 	})
 }

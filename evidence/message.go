@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // Role is a message's normalised role.
@@ -190,7 +192,7 @@ func decodeMessage(data []byte, index int) (Message, error) {
 		return fail("", "must be a JSON object")
 	}
 	if _, ok := obj["role"]; ok {
-		return decodeFields(obj, FormFlat, index)
+		return decodeFields(fieldsOf(obj), FormFlat, index)
 	}
 	var kind string
 	if raw, ok := obj["type"]; ok {
@@ -211,14 +213,14 @@ func decodeMessage(data []byte, index int) (Message, error) {
 		if !ok {
 			return fail("id", "names an unsupported message class")
 		}
-		return decodeLangChain(kwargs, role, FormConstructor, index)
+		return decodeLangChain(fieldsOf(kwargs), role, FormConstructor, index)
 	}
 	if dataObj, ok := asObject(obj["data"]); ok {
 		role, ok := storedRole(kind, dataObj)
 		if !ok {
 			return fail("type", "names an unsupported message type")
 		}
-		return decodeLangChain(dataObj, role, FormStored, index)
+		return decodeLangChain(fieldsOf(dataObj), role, FormStored, index)
 	}
 	return fail("role", "is required (or use a LangChain stored or constructor form)")
 }
@@ -290,7 +292,30 @@ func classRole(class string, kwargs rawObject) (Role, bool) {
 	return "", false
 }
 
-func decodeLangChain(fields rawObject, role Role, form Form, index int) (Message, error) {
+// msgFields are the members of a message object that decoding reads, each
+// nil when absent. The general decoder fills them from a map, the fast path
+// of ParseEvent from the event's bytes in place.
+type msgFields struct {
+	role, typ, id, toolCallID, name, content                json.RawMessage
+	toolCalls, invalidToolCalls, additionalKwargs, artifact json.RawMessage
+	// inPlace is set by ParseEvent's fast path, which digests the message
+	// at once: a string content is kept as Text only (Content is nil; the
+	// digest writes its part list), tool calls are read by the scanner.
+	inPlace bool
+	// shareText is set with inPlace by ParseEventInPlace: a string content
+	// without escapes becomes a Text that shares the event's memory.
+	shareText bool
+}
+
+func fieldsOf(obj rawObject) *msgFields {
+	return &msgFields{
+		role: obj["role"], typ: obj["type"], id: obj["id"], toolCallID: obj["tool_call_id"], name: obj["name"],
+		content: obj["content"], toolCalls: obj["tool_calls"], invalidToolCalls: obj["invalid_tool_calls"],
+		additionalKwargs: obj["additional_kwargs"], artifact: obj["artifact"],
+	}
+}
+
+func decodeLangChain(fields *msgFields, role Role, form Form, index int) (Message, error) {
 	// In the LangChain forms "type" inside data is the LangChain type, not a
 	// channel type, and "role" belongs to ChatMessage: both are consumed here.
 	m, err := decodeCommon(fields, index)
@@ -303,12 +328,11 @@ func decodeLangChain(fields rawObject, role Role, form Form, index int) (Message
 	return m, nil
 }
 
-func decodeFields(obj rawObject, form Form, index int) (Message, error) {
-	var roleName string
-	if err := json.Unmarshal(obj["role"], &roleName); err != nil {
+func decodeFields(obj *msgFields, form Form, index int) (Message, error) {
+	role, ok, err := decodeRole(obj.role)
+	if err != nil {
 		return Message{}, &DecodeError{Index: index, Field: "role", Problem: "must be a string"}
 	}
-	role, ok := normaliseRole(roleName)
 	if !ok {
 		return Message{}, &DecodeError{Index: index, Field: "role", Problem: "must be one of user, assistant, system, tool (aliases human, ai)"}
 	}
@@ -319,9 +343,9 @@ func decodeFields(obj rawObject, form Form, index int) (Message, error) {
 	m.Role = role
 	m.Form = form
 	m.Type = TypeChat
-	if raw, ok := obj["type"]; ok && !isNull(raw) {
-		var t string
-		if err := json.Unmarshal(raw, &t); err != nil {
+	if raw := obj.typ; !isNull(raw) {
+		t, err := decodeString(raw)
+		if err != nil {
 			return Message{}, &DecodeError{Index: index, Field: "type", Problem: "must be a string"}
 		}
 		if t != "" {
@@ -335,14 +359,77 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }
 
-// optString decodes an optional string field: absent or null is "".
-func optString(obj rawObject, field string, index int) (string, error) {
-	raw, ok := obj[field]
-	if !ok || isNull(raw) {
-		return "", nil
+// decodeRole decodes a role as json.Unmarshal into a string would (null is
+// "") and normalises it.
+func decodeRole(raw json.RawMessage) (Role, bool, error) {
+	if s, ok := plainString(raw); ok {
+		// The spellings senders use, without a conversion to string.
+		switch string(s) {
+		case "user":
+			return RoleUser, true, nil
+		case "assistant":
+			return RoleAssistant, true, nil
+		case "tool":
+			return RoleTool, true, nil
+		case "system":
+			return RoleSystem, true, nil
+		}
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return "", false, err
+	}
+	r, ok := normaliseRole(name)
+	return r, ok, nil
+}
+
+// plainString returns the body of raw when it is a JSON string without
+// escapes of valid UTF-8: what it decodes to, byte for byte.
+func plainString(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	body := raw[1 : len(raw)-1]
+	for i := skipPlain(body, 0); i < len(body); i = skipPlain(body, i) {
+		if body[i] < utf8.RuneSelf {
+			return nil, false // an escape, a quote or a control character
+		}
+		r, size := utf8.DecodeRune(body[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return nil, false
+		}
+		i += size
+	}
+	return body, true
+}
+
+// decodeString decodes a JSON value into a string as json.Unmarshal does;
+// null is "".
+func decodeString(raw json.RawMessage) (string, error) {
+	if len(raw) > 1 && raw[0] == '"' && raw[len(raw)-1] == '"' && utf8.Valid(raw) {
+		// raw is a valid JSON value (the caller's decoder checked it), so
+		// a string of valid UTF-8 that unquote decodes alike.
+		return unquote(raw[1 : len(raw)-1]), nil
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// isPlainStringOrNull reports whether raw is absent, null or a string
+// without escapes: an optional string field that is valid without decoding.
+func isPlainStringOrNull(raw json.RawMessage) bool {
+	_, ok := plainString(raw)
+	return ok || isNull(raw)
+}
+
+// optString decodes an optional string field: absent or null is "".
+func optString(raw json.RawMessage, field string, index int) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	s, err := decodeString(raw)
+	if err != nil {
 		return "", &DecodeError{Index: index, Field: field, Problem: "must be a string"}
 	}
 	return s, nil
@@ -351,36 +438,50 @@ func optString(obj rawObject, field string, index int) (string, error) {
 // decodeCommon decodes the fields the three forms share: id, content,
 // tool_calls, invalid_tool_calls, additional_kwargs.tool_calls,
 // tool_call_id and artifact.
-func decodeCommon(obj rawObject, index int) (Message, error) {
+func decodeCommon(obj *msgFields, index int) (Message, error) {
 	var m Message
 	var err error
-	if m.ID, err = optString(obj, "id", index); err != nil {
+	if m.ID, err = optString(obj.id, "id", index); err != nil {
 		return Message{}, err
 	}
-	if m.ToolCallID, err = optString(obj, "tool_call_id", index); err != nil {
+	if m.ToolCallID, err = optString(obj.toolCallID, "tool_call_id", index); err != nil {
 		return Message{}, err
 	}
-	if _, err := optString(obj, "name", index); err != nil {
-		return Message{}, err
+	if !isPlainStringOrNull(obj.name) {
+		if _, err := optString(obj.name, "name", index); err != nil {
+			return Message{}, err
+		}
 	}
-	if m.Content, m.Text, err = decodeContent(obj["content"], index); err != nil {
-		return Message{}, err
-	}
-	if c := bytes.TrimSpace(obj["content"]); len(c) > 0 && c[0] == '"' {
+	if c := bytes.TrimSpace(obj.content); len(c) > 0 && c[0] == '"' {
 		m.StringContent = true
 	}
-	if m.ToolCalls, err = decodeToolCalls(obj["tool_calls"], "tool_calls", index); err != nil {
+	if body, ok := plainString(obj.content); ok && obj.shareText {
+		m.Text = unsafe.String(unsafe.SliceData(body), len(body))
+	} else if obj.inPlace && m.StringContent {
+		if m.Text, err = decodeString(obj.content); err != nil {
+			return Message{}, &DecodeError{Index: index, Field: "content", Problem: "is not a valid JSON string"}
+		}
+	} else if m.Content, m.Text, err = decodeContent(obj.content, index); err != nil {
 		return Message{}, err
+	}
+	var fast bool
+	if obj.inPlace && !isNull(obj.toolCalls) {
+		m.ToolCalls, fast = scanToolCalls(obj.toolCalls)
+	}
+	if !fast {
+		if m.ToolCalls, err = decodeToolCalls(obj.toolCalls, "tool_calls", index); err != nil {
+			return Message{}, err
+		}
 	}
 	m.HasToolCalls = len(m.ToolCalls) > 0
 	if !m.HasToolCalls {
-		m.HasToolCalls, err = nonEmptyList(obj["invalid_tool_calls"], "invalid_tool_calls", index)
+		m.HasToolCalls, err = nonEmptyList(obj.invalidToolCalls, "invalid_tool_calls", index)
 		if err != nil {
 			return Message{}, err
 		}
 	}
 	if !m.HasToolCalls {
-		if kw, ok := asObject(obj["additional_kwargs"]); ok {
+		if kw, ok := asObject(obj.additionalKwargs); ok {
 			m.HasToolCalls, err = nonEmptyList(kw["tool_calls"], "additional_kwargs.tool_calls", index)
 			if err != nil {
 				return Message{}, err
@@ -388,7 +489,7 @@ func decodeCommon(obj rawObject, index int) (Message, error) {
 		}
 	}
 	m.Artifact = jsonNull
-	if raw, ok := obj["artifact"]; ok {
+	if raw := obj.artifact; raw != nil {
 		m.Artifact = bytes.TrimSpace(raw)
 	}
 	return m, nil
@@ -415,8 +516,8 @@ func decodeContent(raw json.RawMessage, index int) (json.RawMessage, string, err
 	}
 	switch raw[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := decodeString(raw)
+		if err != nil {
 			return nil, "", &DecodeError{Index: index, Field: "content", Problem: "is not a valid JSON string"}
 		}
 		if s == "" {
@@ -454,11 +555,18 @@ func AppendJSONString(b []byte, s string) []byte { return appendCanonicalString(
 
 // textParts builds the canonical part list [{"text":s,"type":"text"}].
 func textParts(s string) json.RawMessage {
-	b := make([]byte, 0, len(s)+32)
+	return appendTextParts(make([]byte, 0, len(s)+32), s)
+}
+
+// appendTextParts appends the canonical content of the string content s:
+// [{"text":s,"type":"text"}], or [] when s is "".
+func appendTextParts(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, jsonEmptyList...)
+	}
 	b = append(b, `[{"text":`...)
 	b = appendCanonicalString(b, s)
-	b = append(b, `,"type":"text"}]`...)
-	return b
+	return append(b, `,"type":"text"}]`...)
 }
 
 func decodeToolCalls(raw json.RawMessage, field string, index int) ([]ToolCall, error) {
@@ -477,16 +585,16 @@ func decodeToolCalls(raw json.RawMessage, field string, index int) ([]ToolCall, 
 		}
 		var c ToolCall
 		var err error
-		if c.ID, err = optString(obj, "id", index); err != nil {
+		if c.ID, err = optString(obj["id"], "id", index); err != nil {
 			return nil, &DecodeError{Index: index, Field: field + ".id", Problem: "must be a string"}
 		}
 		if fn, ok := asObject(obj["function"]); ok {
-			if c.Name, err = optString(fn, "name", index); err != nil {
+			if c.Name, err = optString(fn["name"], "name", index); err != nil {
 				return nil, &DecodeError{Index: index, Field: field + ".function.name", Problem: "must be a string"}
 			}
 			c.Args = argumentsValue(fn["arguments"])
 		} else {
-			if c.Name, err = optString(obj, "name", index); err != nil {
+			if c.Name, err = optString(obj["name"], "name", index); err != nil {
 				return nil, &DecodeError{Index: index, Field: field + ".name", Problem: "must be a string"}
 			}
 			// LangChain's args are kept as given: only OpenAI's arguments

@@ -152,8 +152,26 @@ func ordinal(before, after string) bool {
 	if n == 0 || n > 2 || (n < len(before) && before[len(before)-1-n] != ' ') {
 		return false
 	}
-	words := splitWords(after, nil)
-	return len(words) > 0 && months[words[0]]
+	return months[firstWord(after)]
+}
+
+// firstWord returns the first word splitWords finds in s, reading no further
+// than the white-space-separated field that holds it: a period is followed
+// by the rest of its line, and reading all of it at every period would make
+// a long line cost the square of its length.
+func firstWord(s string) string {
+	for s != "" {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		end := strings.IndexFunc(s, unicode.IsSpace)
+		if end < 0 {
+			end = len(s)
+		}
+		if words := splitWords(s[:end], nil); len(words) > 0 {
+			return words[0]
+		}
+		s = s[end:]
+	}
+	return ""
 }
 
 var months = func() map[string]bool {

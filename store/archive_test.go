@@ -399,3 +399,72 @@ func TestExtractInChunks(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractInByteChunks extracts a history of large messages, more text
+// than one read of held messages takes, in both profiles: the evidence
+// equals one fold over it.
+func TestExtractInByteChunks(t *testing.T) {
+	t.Parallel()
+	for _, fold := range []*evidence.Config{{Profile: evidence.ProfileSeed}, {Profile: evidence.ProfileFocus}} {
+		t.Run(string(fold.Profile), func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, time.Minute)
+			st := newFocusStore(t, tb, fold)
+			// About 2 MB of text: four reads.
+			h := longConversation(120, 9)
+			filler := strings.Repeat("The export job moved to its own replica and the read path stayed within budget. ", 200)
+			for i := range h {
+				var m map[string]any
+				if err := json.Unmarshal(h[i], &m); err != nil {
+					t.Fatal(err)
+				}
+				if s, ok := m["content"].(string); ok {
+					m["content"] = s + " " + filler
+					h[i], _ = json.Marshal(m)
+				}
+			}
+			if _, err := st.Ingest(t.Context(), snapshot(t, "e1", h), store.Meta{}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := st.Extract(t.Context(), "u", "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := foldWith(t, h, fold)
+			if res.Outcome != evidence.Applied || res.Cursor != want.Cursor {
+				t.Fatalf("extract: %+v, want applied up to %d", res, want.Cursor)
+			}
+			requireView(t, st, want)
+		})
+	}
+}
+
+// TestExtractReadsTheRequestApart checks the focus profile's extraction when
+// the held messages before the request fill a read by their bytes, so that
+// the request is read on its own.
+func TestExtractReadsTheRequestApart(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	st := newFocusStore(t, tb, nil)
+	var big strings.Builder // about 600 KB of distinct sentences
+	for i := range 20_000 {
+		fmt.Fprintf(&big, "Pallet%d went to rack %d. ", i, i%97)
+	}
+	h := []json.RawMessage{
+		json.RawMessage(`{"id":"m0","role":"user","content":"We must keep the billing database online."}`),
+		json.RawMessage(fmt.Sprintf(`{"id":"m1","role":"assistant","content":%q}`, big.String())),
+		// Only its own words find the pallet among 20,000 entries.
+		json.RawMessage(`{"id":"m2","role":"user","content":"Where is pallet4242 now?"}`),
+	}
+	if _, err := st.Ingest(t.Context(), snapshot(t, "e1", h), store.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Extract(t.Context(), "u", "c"); err != nil {
+		t.Fatal(err)
+	}
+	want := foldWith(t, h, nil)
+	if !strings.Contains(string(evidence.AppendBody(nil, &want, 0)), "Pallet4242 ") {
+		t.Fatal("the core's view lacks the pallet the request names, so this test checks nothing")
+	}
+	requireView(t, st, want)
+}

@@ -100,22 +100,25 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 	}
 	archiveCount := row.archiveCount
 	focus := s.fold.Profile != evidence.ProfileSeed
-	var request evidence.Message // request k, read with the last chunk
-	for lo := row.cursor; lo < k; lo += s.extractChunk {
-		hi := min(lo+s.extractChunk, k)
-		end := hi
-		if focus && hi == k {
+	var request evidence.Message // request k, read with the last chunk when it fits
+	haveRequest := false
+	for lo := row.cursor; lo < k; {
+		end := min(lo+s.extractChunk, k)
+		if focus && end == k {
 			end = k + 1
 		}
-		msgs, chains, err := loadPending(ctx, tx, userID, conversationID, lo, end)
+		msgs, chains, err := loadPending(ctx, tx, userID, conversationID, lo, end, extractChunkBytes)
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		if end > hi {
-			request, msgs, chains = msgs[len(msgs)-1], msgs[:len(msgs)-1], chains[:len(chains)-1]
+		hi := lo + len(msgs)
+		if hi > k {
+			request, haveRequest = msgs[len(msgs)-1], true
+			msgs, chains, hi = msgs[:len(msgs)-1], chains[:len(chains)-1], k
 		}
 		if !focus {
 			state.Summarise(msgs, chains[len(chains)-1], nil, &s.fold)
+			lo = hi
 			continue
 		}
 		items := evidence.ExtractItems(msgs, lo, &s.fold)
@@ -123,10 +126,18 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 			return ExtractResult{}, err
 		}
 		state.Cursor, state.PrefixDigest = hi, chains[len(chains)-1]
+		lo = hi
 	}
 	state.Version = row.version + 1
 	var view []byte
 	if focus {
+		if !haveRequest {
+			held, _, err := loadPending(ctx, tx, userID, conversationID, k, k+1, extractChunkBytes)
+			if err != nil {
+				return ExtractResult{}, err
+			}
+			request = held[0]
+		}
 		c, q, err := candidates(ctx, tx, userID, conversationID, evidence.RequestText(&request), archiveCount)
 		if err != nil {
 			return ExtractResult{}, err
@@ -158,25 +169,39 @@ WHERE user_id = $1 AND conversation_id = $2`,
 	return res, nil
 }
 
-// loadPending returns the held messages [lo, hi), rebuilt as far as the
-// fold needs them, with their chain digests.
-func loadPending(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi int) ([]evidence.Message, []evidence.Digest, error) {
+// extractChunkBytes bounds the text of the held messages an extraction reads
+// and folds at once (beside Config.ExtractChunk's count): what the fold
+// derives from a chunk (excerpts, keys, terms) is a few times its text, so
+// that a snapshot of large messages would otherwise peak at several times
+// its size.
+const extractChunkBytes = 512 << 10
+
+// loadPending returns the held messages from lo on, rebuilt as far as the
+// fold needs them, with their chain digests: those of [lo, hi) whose text
+// before them is less than maxBytes, so at least one.
+func loadPending(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi, maxBytes int) ([]evidence.Message, []evidence.Digest, error) {
 	rows, err := tx.Query(ctx, `
-SELECT idx, chain, role, evidential, message_id, text FROM recall_message
-WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4
-ORDER BY idx`, userID, conversationID, lo, hi)
+SELECT idx, chain, role, evidential, message_id, text, held FROM (
+    SELECT idx, chain, role, evidential, message_id, text, count(*) OVER () AS held,
+           sum(coalesce(octet_length(text), 0)) OVER (ORDER BY idx) - coalesce(octet_length(text), 0) AS before
+    FROM recall_message
+    WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4
+) m
+WHERE before < $5
+ORDER BY idx`, userID, conversationID, lo, hi, maxBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
 	}
 	defer rows.Close()
 	var msgs []evidence.Message
 	var chains []evidence.Digest
+	held := 0
 	for rows.Next() {
 		var idx int
 		var chain, id, text []byte
 		var role string
 		var evidential bool
-		if err := rows.Scan(&idx, &chain, &role, &evidential, &id, &text); err != nil {
+		if err := rows.Scan(&idx, &chain, &role, &evidential, &id, &text, &held); err != nil {
 			return nil, nil, fmt.Errorf("load held messages: %w", err)
 		}
 		if idx != lo+len(msgs) {
@@ -188,8 +213,8 @@ ORDER BY idx`, userID, conversationID, lo, hi)
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
 	}
-	if len(msgs) != hi-lo {
-		return nil, nil, fmt.Errorf("held messages of a conversation are missing: have %d of [%d, %d)", len(msgs), lo, hi)
+	if held != hi-lo || len(msgs) == 0 {
+		return nil, nil, fmt.Errorf("held messages of a conversation are missing: have %d of [%d, %d)", held, lo, hi)
 	}
 	return msgs, chains, nil
 }

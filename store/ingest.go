@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 
@@ -192,7 +193,7 @@ func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int
 		}
 		var err error
 		var req bool
-		if c, req, err = insertChunk(ctx, tx, ev, lo, hi, c, cursor); err != nil {
+		if c, req, err = insertChunk(ctx, tx, ev, lo, hi, c, cursor, size >= copyMinBytes); err != nil {
 			return false, err
 		}
 		request = request || req
@@ -201,9 +202,21 @@ func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int
 	return request, nil
 }
 
+// copyMinBytes is the size from which a chunk of messages is written with
+// COPY, which pgx streams in 64 KiB buffers, rather than with one INSERT,
+// whose array parameters and Bind message pgx builds whole (growing each
+// buffer by doubling): for a large snapshot that garbage, not the event,
+// set the worker's peak. Small chunks keep the INSERT: one round trip where
+// COPY takes two.
+const copyMinBytes = 128 << 10
+
+// messageColumns are the columns insertChunk writes.
+var messageColumns = []string{"user_id", "conversation_id", "idx", "digest", "chain", "role", "evidential", "message_id", "text"}
+
 // insertChunk stores messages [lo, hi) chained from c, the chain digest of
-// [0, lo), and returns the chain digest of [0, hi).
-func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int) (evidence.Digest, bool, error) {
+// [0, lo), and returns the chain digest of [0, hi). A large chunk is written
+// with COPY.
+func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int, large bool) (evidence.Digest, bool, error) {
 	count := hi - lo
 	idx := make([]int32, count)
 	digests := make([][]byte, count)
@@ -224,13 +237,22 @@ func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int,
 		chains[j] = cc[:]
 		roles[j] = string(m.Role)
 		evidential[j] = m.Evidential()
-		ids[j] = []byte(m.ID)
+		ids[j] = stringBytes(m.ID)
 		if evidential[j] {
-			texts[j] = []byte(m.Text)
+			texts[j] = stringBytes(m.Text)
 		}
 		if m.IsRequest() && i > cursor {
 			request = true
 		}
+	}
+	if large {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"recall_message"}, messageColumns, pgx.CopyFromSlice(count, func(j int) ([]any, error) {
+			return []any{ev.UserID, ev.ConversationID, idx[j], digests[j], chains[j], roles[j], evidential[j], ids[j], texts[j]}, nil
+		}))
+		if err != nil {
+			return c, false, fmt.Errorf("store messages: %w", err)
+		}
+		return c, request, nil
 	}
 	_, err := tx.Exec(ctx, `
 INSERT INTO recall_message (user_id, conversation_id, idx, digest, chain, role, evidential, message_id, text)
@@ -242,4 +264,15 @@ FROM unnest($3::int[], $4::bytea[], $5::bytea[], $6::text[], $7::bool[], $8::byt
 		return c, false, fmt.Errorf("store messages: %w", err)
 	}
 	return c, request, nil
+}
+
+// stringBytes returns the bytes of s without a copy, for parameters pgx only
+// reads: a large snapshot's text is not copied once more on its way to
+// Postgres.
+// "" is an empty slice, not nil, which pgx would write as NULL.
+func stringBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }

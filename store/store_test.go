@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -490,4 +493,63 @@ func (tableInserter) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs
 	a := args.(store.ExtractArgs)
 	_, err := tx.Exec(ctx, `INSERT INTO test_enqueued VALUES ($1, $2)`, a.UserID, a.ConversationID)
 	return &rivertype.JobInsertResult{}, err
+}
+
+// TestIngestWritesLargeChunksAlike ingests the same messages in a small event
+// (written with INSERT) and, followed by a large message, in a large one
+// (written with COPY): the rows of the messages they share are the same,
+// an id that is absent and an evidential text that is empty stored as empty,
+// the text of a message that is not evidence as NULL.
+func TestIngestWritesLargeChunksAlike(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	shared := []json.RawMessage{
+		json.RawMessage(`{"role":"user","content":""}`),
+		json.RawMessage(`{"id":"a1","role":"assistant","content":"Let me check.","tool_calls":[{"id":"t1","name":"search","args":{"q":"x"}}]}`),
+		json.RawMessage(`{"id":"t1","role":"tool","tool_call_id":"t1","content":"2 rows","artifact":{"rows":[1,2]}}`),
+		json.RawMessage(`{"id":"u2","role":"user","content":"We must keep \u00e9 and \u0000 as they are."}`),
+	}
+	large := append(slices.Clone(shared), json.RawMessage(fmt.Sprintf(`{"id":"big","role":"assistant","content":%q}`, strings.Repeat("All quiet on the export job. ", 10_000))))
+	ingest := func(conversationID string, msgs []json.RawMessage) {
+		b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": conversationID, "user_id": "u", "conversation_id": conversationID, "messages": msgs})
+		ev, err := evidence.ParseEvent(b, evidence.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := tb.store.Ingest(t.Context(), ev, store.Meta{}); err != nil || res.Outcome != evidence.Accepted {
+			t.Fatalf("ingest %s: %+v, %v", conversationID, res, err)
+		}
+	}
+	ingest("small", shared)
+	ingest("large", large)
+	rows := func(conversationID string) []string {
+		rs, err := tb.pool.Query(t.Context(), `
+SELECT format('%s %s %s %s %s %s %s', idx, encode(digest, 'hex'), encode(chain, 'hex'), role, evidential,
+              encode(message_id, 'escape'), coalesce(encode(text, 'escape'), '(null)'))
+FROM recall_message WHERE conversation_id = $1 AND idx < $2 ORDER BY idx`, conversationID, len(shared))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rs, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	small := rows("small")
+	if len(small) != len(shared) {
+		t.Fatalf("%d rows, want %d", len(small), len(shared))
+	}
+	if diff := cmp.Diff(small, rows("large")); diff != "" {
+		t.Errorf("rows differ (-INSERT +COPY):\n%s", diff)
+	}
+	var emptyID, emptyText, nullText int
+	if err := tb.pool.QueryRow(t.Context(), `
+SELECT count(*) FILTER (WHERE message_id = ''), count(*) FILTER (WHERE text = ''), count(*) FILTER (WHERE text IS NULL)
+FROM recall_message WHERE idx = 0 OR idx = 1`).Scan(&emptyID, &emptyText, &nullText); err != nil {
+		t.Fatal(err)
+	}
+	if emptyID != 2 || emptyText != 2 || nullText != 2 {
+		t.Errorf("empty ids %d, empty texts %d, NULL texts %d; want 2 of each", emptyID, emptyText, nullText)
+	}
 }

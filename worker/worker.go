@@ -385,7 +385,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 	created := w.created
 	w.mu.Unlock()
 	smeta := store.Meta{Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, PublishedAt: meta.Timestamp, Payload: data}
-	ev, err := evidence.ParseEvent(data, w.cfg.Limits)
+	// data is the message's own and never changes: the event's texts may
+	// share it.
+	ev, err := evidence.ParseEventInPlace(data, w.cfg.Limits)
 	if err != nil {
 		var rej *evidence.RejectError
 		if !errors.As(err, &rej) {
