@@ -489,3 +489,14 @@ func (tableInserter) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs
 	_, err := tx.Exec(ctx, `INSERT INTO test_enqueued VALUES ($1, $2)`, a.UserID, a.ConversationID)
 	return &rivertype.JobInsertResult{}, err
 }
+
+func (t tableInserter) InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	res := make([]*rivertype.JobInsertResult, len(params))
+	for i, p := range params {
+		var err error
+		if res[i], err = t.InsertTx(ctx, tx, p.Args, p.InsertOpts); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
