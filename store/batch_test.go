@@ -131,7 +131,11 @@ func TestIngestBatchMatchesIngest(t *testing.T) {
 		for i := range batch {
 			ev, payload := g.event(t)
 			g.clock = g.clock.Add(time.Duration(g.rng.IntN(3000)-1000) * time.Millisecond)
-			batch[i] = store.BatchEvent{Event: ev, Meta: store.Meta{Stream: "S", StreamSeq: g.seq, PublishedAt: g.clock, Payload: payload}}
+			published := g.clock
+			if g.rng.IntN(10) == 0 {
+				published = time.Time{} // an event with no publication time
+			}
+			batch[i] = store.BatchEvent{Event: ev, Meta: store.Meta{Stream: "S", StreamSeq: g.seq, PublishedAt: published, Payload: payload}}
 		}
 		want := make([]store.Result, n)
 		for i, e := range batch {
