@@ -288,14 +288,8 @@ JOIN recall_message m ON m.user_id = r.u AND m.conversation_id = r.c AND m.idx >
 // ingest does to the table, and returns its result. Rejections are
 // recorded in tx at once.
 func (s *Store) decide(ctx context.Context, tx pgx.Tx, c *batchConv, ev *evidence.Event, meta Meta) (Result, error) {
-	reject := func(reason evidence.Reason, detail string) (Result, error) {
-		err := insertRejection(ctx, tx, Rejection{Reason: reason, Detail: detail, EventID: ev.EventID,
-			UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamCreated: meta.StreamCreated,
-			StreamSeq: meta.StreamSeq, Payload: meta.Payload})
-		return Result{Outcome: evidence.Rejected, Reason: reason, Detail: detail}, err
-	}
 	if c.row.deleted {
-		return reject(evidence.ReasonDeleted, deletedDetail)
+		return rejectEvent(ctx, tx, ev, meta, evidence.ReasonDeleted, deletedDetail)
 	}
 	lo, hi := c.held.Range(ev)
 	digests := make([]evidence.Digest, hi-lo)
@@ -307,16 +301,9 @@ func (s *Store) decide(ctx context.Context, tx pgx.Tx, c *batchConv, ev *evidenc
 		}
 		digests[i-lo], chains[i-lo] = d, ch
 	}
-	lin, err := evidence.DecideLineage(c.held, ev, digests, chains)
-	if err != nil {
-		return Result{}, err
-	}
-	switch lin.Outcome {
-	case evidence.PrefixMismatch:
-		return reject(evidence.ReasonPrefixMismatch, lin.Detail)
-	case evidence.Accepted:
-	default:
-		return Result{Outcome: lin.Outcome}, nil
+	lin, res, done, err := decideLineage(ctx, tx, c.held, ev, meta, digests, chains)
+	if done || err != nil {
+		return res, err
 	}
 
 	// Messages [From, n) replace whatever the conversation held from From
