@@ -173,13 +173,11 @@ type Worker struct {
 	created time.Time
 
 	mu       sync.Mutex
-	cc       jetstream.ConsumeContext
+	cons     jetstream.Consumer
 	inflight sync.WaitGroup
 	sem      chan struct{}
-	// msgs carries messages from the consumer to the collector, which
-	// makes batches of them; stopCollect tells it to finish once msgs is
-	// empty, and collected is closed when it has.
-	msgs        chan jetstream.Msg
+	// stopCollect tells the collector, which fetches batches, to stop
+	// fetching; collected is closed when it has.
 	stopCollect chan struct{}
 	collected   chan struct{}
 	// handleCtx is the context of in-flight handlers; it is cancelled only
@@ -255,7 +253,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		AckWait:       w.cfg.AckWait,
 		MaxDeliver:    -1,
 		FilterSubject: w.cfg.Subject,
-		MaxAckPending: max(1024, (w.cfg.Concurrency+2)*w.cfg.MaxBatch),
+		MaxAckPending: max(1024, (w.cfg.Concurrency+4)*w.cfg.MaxBatch),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
@@ -266,71 +264,69 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stream = stream
 	w.created = stream.CachedInfo().Created
 	w.sem = make(chan struct{}, w.cfg.Concurrency)
-	w.msgs = make(chan jetstream.Msg, w.cfg.MaxBatch)
 	w.stopCollect, w.collected = make(chan struct{}), make(chan struct{})
 	// Handlers outlive ctx: a drain lets them finish.
 	w.handleCtx, w.cancelHandle = context.WithCancel(context.WithoutCancel(ctx))
-	go w.collect()
-	cc, err := cons.Consume(w.dispatch,
-		jetstream.PullMaxMessages(max(w.cfg.Concurrency, w.cfg.MaxBatch)),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			w.logger.WarnContext(ctx, "consumer", slog.String("error", err.Error()))
-		}))
-	if err != nil {
-		close(w.stopCollect)
-		return fmt.Errorf("worker: consume: %w", err)
-	}
-	w.cc = cc
+	w.cons = cons
+	go w.collect(w.handleCtx, cons)
 	w.logger.InfoContext(ctx, "worker consuming", slog.String("stream", w.cfg.Stream),
 		slog.String("subject", w.cfg.Subject), slog.Int("concurrency", w.cfg.Concurrency), slog.Int("max_batch", w.cfg.MaxBatch))
 	return nil
 }
 
-// dispatch runs on the consumer's goroutine: it blocks while the collector
-// holds MaxBatch messages it cannot hand on (every transaction is busy),
-// which is the worker's back-pressure.
-func (w *Worker) dispatch(msg jetstream.Msg) {
-	select {
-	case w.msgs <- msg:
-	case <-w.collected:
-		// Stopped without a drain: JetStream redelivers it.
-		_ = msg.Nak()
-	}
-}
-
-// maxBatchBytes closes a batch once its payloads add up to this much, so
-// that a batch of large snapshots is not held in memory all at once.
+// maxBatchBytes bounds the payload bytes a fetch asks for, from the size
+// of the events fetched so far, so that batches of large snapshots are not
+// held in memory many at once.
 const maxBatchBytes = 1 << 20
 
-// collect makes batches: it waits for a free transaction, then for a
-// message, then takes the messages that are ready with it, up to MaxBatch,
-// and hands the batch to a goroutine of its own. Messages that arrive while
-// every transaction is busy wait in msgs and make the next batch larger.
-func (w *Worker) collect() {
+// fetchWait is how long one fetch waits for an event when none is ready:
+// the longest a stop waits for the collector.
+const fetchWait = 500 * time.Millisecond
+
+// collect makes batches: it waits for a free transaction, then fetches the
+// events that are ready, up to MaxBatch, without waiting for more (when
+// none is, it waits for one and then takes the others that are ready with
+// it), and hands the batch to a goroutine of its own. Events that arrive
+// while every transaction is busy wait in the stream and make the next
+// batch larger. Every fetched message is handled, so a stop leaves no
+// message unhandled but those in flight, which it waits for.
+//
+// Each batch is its own fetch request, so the worker never depends on the
+// client's count of messages still owed by earlier requests.
+func (w *Worker) collect(ctx context.Context, cons jetstream.Consumer) {
 	defer close(w.collected)
+	avg := 1024 // running estimate of an event's size in bytes
+	failures := 0
 	for {
-		w.sem <- struct{}{}
-		var first jetstream.Msg
 		select {
-		case first = <-w.msgs:
+		case w.sem <- struct{}{}:
 		case <-w.stopCollect:
+			return
+		}
+		n := max(1, min(w.cfg.MaxBatch, maxBatchBytes/max(avg, 1)))
+		batch, err := w.fetch(cons, n)
+		if err != nil {
+			failures++
+			if failures == 1 || failures%100 == 0 {
+				w.logger.WarnContext(ctx, "fetching events", slog.String("error", err.Error()), slog.Int("failures", failures))
+			}
+		} else {
+			failures = 0
+		}
+		if len(batch) == 0 {
+			<-w.sem
 			select {
-			case first = <-w.msgs:
-			default:
-				<-w.sem
+			case <-w.stopCollect:
 				return
+			case <-time.After(min(time.Duration(failures)*50*time.Millisecond, time.Second)):
 			}
+			continue
 		}
-		batch, size := []jetstream.Msg{first}, len(first.Data())
-	fill:
-		for len(batch) < w.cfg.MaxBatch && size < maxBatchBytes {
-			select {
-			case m := <-w.msgs:
-				batch, size = append(batch, m), size+len(m.Data())
-			default:
-				break fill
-			}
+		size := 0
+		for _, m := range batch {
+			size += len(m.Data())
 		}
+		avg = (3*avg + size/len(batch)) / 4
 		w.inflight.Add(1)
 		go func() {
 			defer func() { <-w.sem; w.inflight.Done() }()
@@ -339,24 +335,49 @@ func (w *Worker) collect() {
 	}
 }
 
+// fetch returns up to n messages: those ready now, or, when none is, the
+// first that arrives within fetchWait and those ready with it.
+func (w *Worker) fetch(cons jetstream.Consumer, n int) ([]jetstream.Msg, error) {
+	got, err := drainBatch(cons.FetchNoWait(n))
+	if len(got) > 0 || err != nil {
+		return got, err
+	}
+	got, err = drainBatch(cons.Fetch(1, jetstream.FetchMaxWait(fetchWait)))
+	if len(got) == 0 || err != nil || n == 1 {
+		return got, err
+	}
+	more, err := drainBatch(cons.FetchNoWait(n - 1))
+	return append(got, more...), err
+}
+
+// drainBatch reads every message of a fetch.
+func drainBatch(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
+	if err != nil {
+		return nil, err
+	}
+	var msgs []jetstream.Msg
+	for m := range b.Messages() {
+		msgs = append(msgs, m)
+	}
+	if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		return msgs, err
+	}
+	return msgs, nil
+}
+
 // Stop stops fetching, lets in-flight events finish and be acknowledged,
 // and flushes the acknowledgements. When ctx ends first, in-flight handlers
 // are cancelled; their events are nak'd or redelivered, never lost.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
-	cc := w.cc
-	w.cc = nil
+	cons := w.cons
+	w.cons = nil
 	w.mu.Unlock()
-	if cc == nil {
+	if cons == nil {
 		return nil
 	}
-	cc.Drain()
-	select {
-	case <-cc.Closed():
-	case <-ctx.Done():
-		cc.Stop()
-	}
-	// The collector batches what the consumer delivered, then returns.
+	// The collector finishes its fetch, hands on what it fetched, and
+	// returns.
 	close(w.stopCollect)
 	done := make(chan struct{})
 	go func() { <-w.collected; w.inflight.Wait(); close(done) }()
