@@ -69,7 +69,7 @@ type Config struct {
 	// NATSURL is the NATS server with JetStream. Defaults to
 	// nats://127.0.0.1:4222.
 	NATSURL string
-	// Concurrency is the worker's concurrency (events handled at once and
+	// Concurrency is the worker's concurrency (ingest transactions at once and
 	// extraction workers), and the baseline's inserting goroutines and River
 	// workers. Defaults to 16.
 	Concurrency int

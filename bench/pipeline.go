@@ -73,6 +73,14 @@ func (discardJobs) InsertTx(context.Context, pgx.Tx, river.JobArgs, *river.Inser
 	return &rivertype.JobInsertResult{}, nil
 }
 
+func (discardJobs) InsertManyTx(_ context.Context, _ pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	res := make([]*rivertype.JobInsertResult, len(params))
+	for i := range res {
+		res[i] = &rivertype.JobInsertResult{}
+	}
+	return res, nil
+}
+
 func (e *env) stopPipeline() error {
 	if e.pipe == nil {
 		return nil

@@ -62,12 +62,6 @@ func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta 
 	if err != nil {
 		return Result{}, err
 	}
-	reject := func(reason evidence.Reason, detail string) (Result, error) {
-		err := insertRejection(ctx, tx, Rejection{Reason: reason, Detail: detail, EventID: ev.EventID,
-			UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamCreated: meta.StreamCreated,
-			StreamSeq: meta.StreamSeq, Payload: meta.Payload})
-		return Result{Outcome: evidence.Rejected, Reason: reason, Detail: detail}, err
-	}
 	if ev.Kind == evidence.KindDelete {
 		if row.deleted {
 			return Result{Outcome: evidence.Deleted}, nil
@@ -75,7 +69,7 @@ func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta 
 		return Result{Outcome: evidence.Deleted}, deleteLocked(ctx, tx, ev.UserID, ev.ConversationID)
 	}
 	if row.deleted {
-		return reject(evidence.ReasonDeleted, deletedDetail)
+		return rejectEvent(ctx, tx, ev, meta, evidence.ReasonDeleted, deletedDetail)
 	}
 
 	h := evidence.Held{Cursor: row.cursor, Count: row.count, Prefix: row.prefix}
@@ -84,16 +78,9 @@ func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta 
 	if err != nil {
 		return Result{}, err
 	}
-	lin, err := evidence.DecideLineage(h, ev, heldDigests, heldChains)
-	if err != nil {
-		return Result{}, err
-	}
-	switch lin.Outcome {
-	case evidence.PrefixMismatch:
-		return reject(evidence.ReasonPrefixMismatch, lin.Detail)
-	case evidence.Accepted:
-	default:
-		return Result{Outcome: lin.Outcome}, nil
+	lin, res, done, err := decideLineage(ctx, tx, h, ev, meta, heldDigests, heldChains)
+	if done || err != nil {
+		return res, err
 	}
 
 	// Write messages [From, n): an extension (From == held) or, when the
@@ -125,6 +112,35 @@ WHERE user_id = $1 AND conversation_id = $2`,
 		}
 	}
 	return Result{Outcome: evidence.Accepted, Enqueued: enqueue}, nil
+}
+
+// rejectEvent records the rejection of ev in tx and returns its result.
+func rejectEvent(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta Meta, reason evidence.Reason, detail string) (Result, error) {
+	err := insertRejection(ctx, tx, Rejection{Reason: reason, Detail: detail, EventID: ev.EventID,
+		UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamCreated: meta.StreamCreated,
+		StreamSeq: meta.StreamSeq, Payload: meta.Payload})
+	return Result{Outcome: evidence.Rejected, Reason: reason, Detail: detail}, err
+}
+
+// decideLineage decides ev against the held history h and settles every
+// outcome but acceptance: done reports that res is the event's result (a
+// prefix mismatch is recorded as a rejection in tx); otherwise lin says
+// what to write.
+func decideLineage(ctx context.Context, tx pgx.Tx, h evidence.Held, ev *evidence.Event, meta Meta,
+	digests, chains []evidence.Digest) (lin evidence.Lineage, res Result, done bool, err error) {
+	lin, err = evidence.DecideLineage(h, ev, digests, chains)
+	if err != nil {
+		return lin, Result{}, true, err
+	}
+	switch lin.Outcome {
+	case evidence.PrefixMismatch:
+		res, err = rejectEvent(ctx, tx, ev, meta, evidence.ReasonPrefixMismatch, lin.Detail)
+		return lin, res, true, err
+	case evidence.Accepted:
+		return lin, Result{}, false, nil
+	default:
+		return lin, Result{Outcome: lin.Outcome}, true, nil
+	}
 }
 
 func nullTime(t time.Time) *time.Time {

@@ -28,12 +28,14 @@ func (ExtractArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: ExtractQueue, MaxAttempts: 25}
 }
 
-// JobInserter inserts River jobs inside a transaction. A
+// JobInserter inserts River jobs inside a transaction, one at a time or
+// many in one statement (IngestBatch). A
 // *river.Client[pgx.Tx] implements it; the store needs one that works no
 // jobs (an insert-only client), so that it never depends on the package
 // that runs them.
 type JobInserter interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
 // enqueue inserts the extraction job of a conversation inside tx.

@@ -495,6 +495,17 @@ func (tableInserter) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs
 	return &rivertype.JobInsertResult{}, err
 }
 
+func (t tableInserter) InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	res := make([]*rivertype.JobInsertResult, len(params))
+	for i, p := range params {
+		var err error
+		if res[i], err = t.InsertTx(ctx, tx, p.Args, p.InsertOpts); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 // TestIngestWritesLargeChunksAlike ingests the same messages in a small event
 // (written with INSERT) and, followed by a large message, in a large one
 // (written with COPY): the rows of the messages they share are the same,

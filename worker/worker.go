@@ -3,6 +3,13 @@
 // records it through the store (which enqueues the extraction job in the
 // same transaction) and only then acknowledges it.
 //
+// Events are recorded in batches: the worker takes what the consumer has
+// ready, up to Config.MaxBatch events, without waiting for more, and records
+// them in one transaction (store.IngestBatch). Each event of a batch is
+// acknowledged, nak'd or terminated after that transaction commits; when it
+// fails, each event is recorded alone, so one event that cannot be recorded
+// never holds back the others.
+//
 // Every message ends explicitly: acknowledged once Postgres has recorded it
 // (accepted, duplicate, stale, deleted), terminated once a rejection row
 // records it, or nak'd with a delay when Postgres cannot be reached, so it
@@ -33,6 +40,7 @@ import (
 // Ingester records events; *store.Store implements it.
 type Ingester interface {
 	Ingest(ctx context.Context, ev *evidence.Event, meta store.Meta) (store.Result, error)
+	IngestBatch(ctx context.Context, events []store.BatchEvent) ([]store.Result, error)
 	Reject(ctx context.Context, r store.Rejection) error
 }
 
@@ -45,8 +53,11 @@ const (
 	DefaultSubject = publisher.DefaultSubject
 	// DefaultDurable is the durable consumer every worker process shares.
 	DefaultDurable = "recall-worker"
-	// DefaultConcurrency bounds the events one process handles at once.
+	// DefaultConcurrency bounds the batches (transactions) one process
+	// handles at once.
 	DefaultConcurrency = 16
+	// DefaultMaxBatch bounds the events one transaction records.
+	DefaultMaxBatch = 64
 	// DefaultGapTimeout is how long an append event that starts after the
 	// history recall holds is retried before it is rejected as gap.
 	DefaultGapTimeout = 10 * time.Second
@@ -72,9 +83,15 @@ type Config struct {
 	// Durable is the durable consumer shared by every worker process.
 	// Defaults to DefaultDurable (recall-worker).
 	Durable string
-	// Concurrency bounds the events handled at once. Defaults to
-	// DefaultConcurrency (16).
+	// Concurrency bounds the batches handled at once, each one transaction
+	// of up to MaxBatch events. Defaults to DefaultConcurrency (16).
 	Concurrency int
+	// MaxBatch bounds the events recorded in one transaction. A batch takes
+	// the events the consumer has ready when a transaction is free, up to
+	// MaxBatch (and about 1 MiB of payload), and never waits for more: under
+	// a light load batches hold one event, under a heavy one they fill up.
+	// 1 records each event alone. Defaults to DefaultMaxBatch (64).
+	MaxBatch int
 	// Limits bound the events accepted. Defaults to evidence's defaults.
 	Limits evidence.Limits
 	// GapTimeout is how long an append event that starts after the history
@@ -114,6 +131,7 @@ func (c *Config) WithDefaults() *Config {
 	out.Subject = cmp.Or(out.Subject, DefaultSubject)
 	out.Durable = cmp.Or(out.Durable, DefaultDurable)
 	out.Concurrency = cmp.Or(out.Concurrency, DefaultConcurrency)
+	out.MaxBatch = cmp.Or(out.MaxBatch, DefaultMaxBatch)
 	out.GapTimeout = cmp.Or(out.GapTimeout, DefaultGapTimeout)
 	out.Duplicates = cmp.Or(out.Duplicates, DefaultDuplicates)
 	out.MaxAge = cmp.Or(out.MaxAge, DefaultMaxAge)
@@ -134,6 +152,9 @@ func (c *Config) validate() error {
 	if c.Replicas < 1 || c.Replicas > MaxReplicas {
 		return fmt.Errorf("worker: Config.Replicas is %d: it must be from 1 to %d (3 on a three-node JetStream cluster), or 0 for the default %d",
 			c.Replicas, MaxReplicas, DefaultReplicas)
+	}
+	if c.MaxBatch < 1 {
+		return fmt.Errorf("worker: Config.MaxBatch is %d: it must be at least 1 (1 records each event alone), or 0 for the default %d", c.MaxBatch, DefaultMaxBatch)
 	}
 	return nil
 }
@@ -158,9 +179,13 @@ type Worker struct {
 	created time.Time
 
 	mu       sync.Mutex
-	cc       jetstream.ConsumeContext
+	cons     jetstream.Consumer
 	inflight sync.WaitGroup
 	sem      chan struct{}
+	// stopCollect tells the collector, which fetches batches, to stop
+	// fetching; collected is closed when it has.
+	stopCollect chan struct{}
+	collected   chan struct{}
 	// handleCtx is the context of in-flight handlers; it is cancelled only
 	// when a drain runs out of time.
 	handleCtx    context.Context
@@ -249,7 +274,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		AckWait:       w.cfg.AckWait,
 		MaxDeliver:    -1,
 		FilterSubject: w.cfg.Subject,
-		MaxAckPending: max(1024, 4*w.cfg.Concurrency),
+		MaxAckPending: max(1024, (w.cfg.Concurrency+4)*w.cfg.MaxBatch),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
@@ -260,31 +285,105 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stream = stream
 	w.created = stream.CachedInfo().Created
 	w.sem = make(chan struct{}, w.cfg.Concurrency)
+	w.stopCollect, w.collected = make(chan struct{}), make(chan struct{})
 	// Handlers outlive ctx: a drain lets them finish.
 	w.handleCtx, w.cancelHandle = context.WithCancel(context.WithoutCancel(ctx))
-	cc, err := cons.Consume(w.dispatch,
-		jetstream.PullMaxMessages(w.cfg.Concurrency),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			w.logger.WarnContext(ctx, "consumer", slog.String("error", err.Error()))
-		}))
-	if err != nil {
-		return fmt.Errorf("worker: consume: %w", err)
-	}
-	w.cc = cc
+	w.cons = cons
+	go w.collect(w.handleCtx, cons)
 	w.logger.InfoContext(ctx, "worker consuming", slog.String("stream", w.cfg.Stream),
-		slog.String("subject", w.cfg.Subject), slog.Int("concurrency", w.cfg.Concurrency))
+		slog.String("subject", w.cfg.Subject), slog.Int("concurrency", w.cfg.Concurrency), slog.Int("max_batch", w.cfg.MaxBatch))
 	return nil
 }
 
-// dispatch runs on the consumer's goroutine: it blocks while Concurrency
-// events are in flight, which is the worker's back-pressure.
-func (w *Worker) dispatch(msg jetstream.Msg) {
-	w.sem <- struct{}{}
-	w.inflight.Add(1)
-	go func() {
-		defer func() { <-w.sem; w.inflight.Done() }()
-		w.Handle(w.handleCtx, msg)
-	}()
+// maxBatchBytes bounds the payload bytes a fetch asks for, from the size
+// of the events fetched so far, so that batches of large snapshots are not
+// held in memory many at once.
+const maxBatchBytes = 1 << 20
+
+// fetchWait is how long one fetch waits for an event when none is ready:
+// the longest a stop waits for the collector.
+const fetchWait = 500 * time.Millisecond
+
+// collect makes batches: it waits for a free transaction, then fetches the
+// events that are ready, up to MaxBatch, without waiting for more (when
+// none is, it waits for one and then takes the others that are ready with
+// it), and hands the batch to a goroutine of its own. Events that arrive
+// while every transaction is busy wait in the stream and make the next
+// batch larger. Every fetched message is handled, so a stop leaves no
+// message unhandled but those in flight, which it waits for.
+//
+// Each batch is its own fetch request, so the worker never depends on the
+// client's count of messages still owed by earlier requests.
+func (w *Worker) collect(ctx context.Context, cons jetstream.Consumer) {
+	defer close(w.collected)
+	avg := 1024 // running estimate of an event's size in bytes
+	failures := 0
+	for {
+		select {
+		case w.sem <- struct{}{}:
+		case <-w.stopCollect:
+			return
+		}
+		n := max(1, min(w.cfg.MaxBatch, maxBatchBytes/max(avg, 1)))
+		batch, err := w.fetch(cons, n)
+		if err != nil {
+			failures++
+			if failures == 1 || failures%100 == 0 {
+				w.logger.WarnContext(ctx, "fetching events", slog.String("error", err.Error()), slog.Int("failures", failures))
+			}
+		} else {
+			failures = 0
+		}
+		if len(batch) == 0 {
+			<-w.sem
+			select {
+			case <-w.stopCollect:
+				return
+			case <-time.After(min(time.Duration(failures)*50*time.Millisecond, time.Second)):
+			}
+			continue
+		}
+		size := 0
+		for _, m := range batch {
+			size += len(m.Data())
+		}
+		avg = (3*avg + size/len(batch)) / 4
+		w.inflight.Add(1)
+		go func() {
+			defer func() { <-w.sem; w.inflight.Done() }()
+			w.HandleBatch(w.handleCtx, batch)
+		}()
+	}
+}
+
+// fetch returns up to n messages: those ready now, or, when none is, the
+// first that arrives within fetchWait and those ready with it.
+func (w *Worker) fetch(cons jetstream.Consumer, n int) ([]jetstream.Msg, error) {
+	got, err := drainBatch(cons.FetchNoWait(n))
+	if len(got) > 0 || err != nil {
+		return got, err
+	}
+	got, err = drainBatch(cons.Fetch(1, jetstream.FetchMaxWait(fetchWait)))
+	if len(got) == 0 || err != nil || n == 1 {
+		return got, err
+	}
+	more, err := drainBatch(cons.FetchNoWait(n - 1))
+	return append(got, more...), err
+}
+
+// drainBatch reads every message of a fetch.
+func drainBatch(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
+	if err != nil {
+		return nil, err
+	}
+	var msgs []jetstream.Msg
+	for m := range b.Messages() {
+		msgs = append(msgs, m)
+	}
+	if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		return msgs, err
+	}
+	return msgs, nil
 }
 
 // Stop stops fetching, lets in-flight events finish and be acknowledged,
@@ -292,20 +391,17 @@ func (w *Worker) dispatch(msg jetstream.Msg) {
 // are cancelled; their events are nak'd or redelivered, never lost.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
-	cc := w.cc
-	w.cc = nil
+	cons := w.cons
+	w.cons = nil
 	w.mu.Unlock()
-	if cc == nil {
+	if cons == nil {
 		return nil
 	}
-	cc.Drain()
-	select {
-	case <-cc.Closed():
-	case <-ctx.Done():
-		cc.Stop()
-	}
+	// The collector finishes its fetch, hands on what it fetched, and
+	// returns.
+	close(w.stopCollect)
 	done := make(chan struct{})
-	go func() { w.inflight.Wait(); close(done) }()
+	go func() { <-w.collected; w.inflight.Wait(); close(done) }()
 	var err error
 	select {
 	case <-done:
@@ -321,24 +417,161 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return err
 }
 
-// Handle processes one message to its end: ack, term or nak.
+// Handle processes one message to its end, alone in its transaction: ack,
+// term or nak.
 func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
+	defer w.heartbeat(msg)()
+	p := w.prepare(ctx, msg, time.Now())
+	if p == nil {
+		return
+	}
+	if p.ev != nil {
+		res, err := w.ing.Ingest(ctx, p.ev, p.smeta)
+		w.finish(ctx, p, res, err)
+	}
+	w.record(ctx, p)
+}
+
+// HandleBatch processes messages to their ends: it records the events in
+// one transaction, then acks, terms or naks each as Handle would. Events
+// that cannot be decoded are rejected one by one first; when the
+// transaction fails, each event is recorded alone.
+func (w *Worker) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
 	start := time.Now()
+	defer w.heartbeat(msgs...)()
+	items := make([]*pending, 0, len(msgs))
+	var events []store.BatchEvent
+	var ingest []*pending
+	for _, msg := range msgs {
+		p := w.prepare(ctx, msg, start)
+		if p == nil {
+			continue
+		}
+		items = append(items, p)
+		if p.ev != nil {
+			events = append(events, store.BatchEvent{Event: p.ev, Meta: p.smeta})
+			ingest = append(ingest, p)
+		}
+	}
+	switch {
+	case len(ingest) == 1:
+		res, err := w.ing.Ingest(ctx, ingest[0].ev, ingest[0].smeta)
+		w.finish(ctx, ingest[0], res, err)
+	case len(ingest) > 1:
+		results, err := w.ing.IngestBatch(ctx, events)
+		if err != nil {
+			w.logger.WarnContext(ctx, "a batch could not be recorded; recording each event alone",
+				slog.Int("events", len(ingest)), slog.String("error", err.Error()))
+		}
+		for i, p := range ingest {
+			if err != nil {
+				res, err := w.ing.Ingest(ctx, p.ev, p.smeta)
+				w.finish(ctx, p, res, err)
+				continue
+			}
+			w.finish(ctx, p, results[i], nil)
+		}
+	}
+	for _, p := range items {
+		w.record(ctx, p)
+	}
+}
+
+// pending is a message on its way to its end.
+type pending struct {
+	msg   jetstream.Msg
+	meta  *jetstream.MsgMetadata
+	start time.Time
+	attrs []slog.Attr
+	// ev is the decoded event, nil once the message has ended (an event
+	// that could not be decoded is rejected at once).
+	ev      *evidence.Event
+	smeta   store.Meta
+	outcome evidence.Outcome
+	reason  evidence.Reason
+}
+
+// prepare decodes a message's event. A message that is not a JetStream
+// message is terminated and prepare returns nil; an event that cannot be
+// decoded is rejected, and the pending it returns has no event.
+func (w *Worker) prepare(ctx context.Context, msg jetstream.Msg, start time.Time) *pending {
 	meta, err := msg.Metadata()
 	if err != nil {
 		w.logger.WarnContext(ctx, "not a JetStream message; terminated", slog.String("error", err.Error()))
 		_ = msg.Term()
+		return nil
+	}
+	p := &pending{msg: msg, meta: meta, start: start,
+		attrs: []slog.Attr{slog.Uint64("stream_seq", meta.Sequence.Stream), slog.Uint64("delivered", meta.NumDelivered)}}
+	data := msg.Data()
+	w.mu.Lock()
+	created := w.created
+	w.mu.Unlock()
+	p.smeta = store.Meta{Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, PublishedAt: meta.Timestamp, Payload: data}
+	// data is the message's own and never changes: the event's texts may
+	// share it.
+	ev, err := evidence.ParseEventInPlace(data, w.cfg.Limits)
+	if err != nil {
+		var rej *evidence.RejectError
+		if !errors.As(err, &rej) {
+			rej = &evidence.RejectError{Reason: evidence.ReasonInvalid, Detail: "cannot decode the event"}
+		}
+		uid, cid, eid := evidence.ProbeKey(data)
+		p.attrs = append(p.attrs, keyAttrs(eid, uid, cid)...)
+		p.outcome, p.reason = w.reject(ctx, msg, meta, store.Rejection{Reason: rej.Reason, Detail: rej.Detail, EventID: eid,
+			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, Payload: data}, &p.attrs)
+		return p
+	}
+	p.ev = ev
+	p.attrs = append(p.attrs, keyAttrs(ev.EventID, ev.UserID, ev.ConversationID)...)
+	p.attrs = append(p.attrs, slog.String("kind", ev.Kind), slog.Int("offset", ev.Offset), slog.Int("messages", len(ev.Messages)))
+	return p
+}
+
+// finish ends a message whose event the store has recorded (or failed to
+// record, err).
+func (w *Worker) finish(ctx context.Context, p *pending, res store.Result, err error) {
+	msg, meta, ev := p.msg, p.meta, p.ev
+	if err != nil {
+		p.attrs = append(p.attrs, slog.String("error", err.Error()))
+		w.nak(msg, meta)
+		p.outcome = evidence.Retried
 		return
 	}
-	attrs := []slog.Attr{slog.Uint64("stream_seq", meta.Sequence.Stream), slog.Uint64("delivered", meta.NumDelivered)}
-	defer w.heartbeat(msg)()
-	outcome, reason := w.handle(ctx, msg, meta, &attrs)
+	switch res.Outcome {
+	case evidence.Rejected:
+		p.attrs = append(p.attrs, slog.String("detail", res.Detail))
+		w.term(msg, res.Reason)
+		p.outcome, p.reason = evidence.Rejected, res.Reason
+		return
+	case evidence.Gap:
+		if age := time.Since(meta.Timestamp); age < w.cfg.GapTimeout {
+			_ = msg.NakWithDelay(min(backoff(meta.NumDelivered), w.cfg.GapTimeout-age+10*time.Millisecond))
+			p.outcome = evidence.GapRetried
+			return
+		}
+		p.outcome, p.reason = w.reject(ctx, msg, meta, store.Rejection{Reason: evidence.ReasonGap,
+			Detail:  fmt.Sprintf("messages before offset %d never arrived within %s", ev.Offset, w.cfg.GapTimeout),
+			EventID: ev.EventID, UserID: ev.UserID, ConversationID: ev.ConversationID,
+			Stream: meta.Stream, StreamCreated: p.smeta.StreamCreated, StreamSeq: meta.Sequence.Stream, Payload: p.smeta.Payload}, &p.attrs)
+		return
+	}
+	if err := msg.Ack(); err != nil {
+		p.attrs = append(p.attrs, slog.String("error", err.Error()))
+	}
+	p.outcome = res.Outcome
+}
+
+// record deletes an ended message from a stream that keeps it, counts it
+// and logs it.
+func (w *Worker) record(ctx context.Context, p *pending) {
+	outcome, reason, attrs := p.outcome, p.reason, p.attrs
 	if w.deleteHandled && outcome != evidence.Retried && outcome != evidence.GapRetried {
-		w.deleteFromStream(ctx, meta.Sequence.Stream, &attrs)
+		w.deleteFromStream(ctx, p.meta.Sequence.Stream, &attrs)
 	}
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Events.WithLabelValues(outcome.String(), string(reason)).Inc()
-		w.cfg.Metrics.IngestSeconds.Observe(time.Since(start).Seconds())
+		w.cfg.Metrics.IngestSeconds.Observe(time.Since(p.start).Seconds())
 	}
 	level := slog.LevelDebug
 	if outcome == evidence.Rejected || outcome == evidence.Retried {
@@ -351,11 +584,11 @@ func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
 	w.logger.LogAttrs(ctx, level, "event", attrs...)
 }
 
-// heartbeat tells JetStream every third of AckWait that msg is still being
-// handled, so that a slow event (a large snapshot, a Postgres that answers
-// slowly) is not redelivered meanwhile. It returns the function that stops
-// it.
-func (w *Worker) heartbeat(msg jetstream.Msg) func() {
+// heartbeat tells JetStream every third of AckWait that msgs are still
+// being handled, so that a slow batch (large snapshots, a Postgres that
+// answers slowly) is not redelivered meanwhile. It returns the function
+// that stops it.
+func (w *Worker) heartbeat(msgs ...jetstream.Msg) func() {
 	every := w.cfg.AckWait / 3
 	var mu sync.Mutex
 	stopped := false
@@ -368,7 +601,9 @@ func (w *Worker) heartbeat(msg jetstream.Msg) func() {
 		if stopped {
 			return
 		}
-		_ = msg.InProgress()
+		for _, msg := range msgs {
+			_ = msg.InProgress()
+		}
 		t.Reset(every)
 	})
 	return func() {
@@ -377,54 +612,6 @@ func (w *Worker) heartbeat(msg jetstream.Msg) func() {
 		mu.Unlock()
 		t.Stop()
 	}
-}
-
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, attrs *[]slog.Attr) (outcome evidence.Outcome, reason evidence.Reason) {
-	data := msg.Data()
-	w.mu.Lock()
-	created := w.created
-	w.mu.Unlock()
-	smeta := store.Meta{Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, PublishedAt: meta.Timestamp, Payload: data}
-	// data is the message's own and never changes: the event's texts may
-	// share it.
-	ev, err := evidence.ParseEventInPlace(data, w.cfg.Limits)
-	if err != nil {
-		var rej *evidence.RejectError
-		if !errors.As(err, &rej) {
-			rej = &evidence.RejectError{Reason: evidence.ReasonInvalid, Detail: "cannot decode the event"}
-		}
-		uid, cid, eid := evidence.ProbeKey(data)
-		*attrs = append(*attrs, keyAttrs(eid, uid, cid)...)
-		return w.reject(ctx, msg, meta, store.Rejection{Reason: rej.Reason, Detail: rej.Detail, EventID: eid,
-			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
-	}
-	*attrs = append(*attrs, keyAttrs(ev.EventID, ev.UserID, ev.ConversationID)...)
-	*attrs = append(*attrs, slog.String("kind", ev.Kind), slog.Int("offset", ev.Offset), slog.Int("messages", len(ev.Messages)))
-	res, err := w.ing.Ingest(ctx, ev, smeta)
-	if err != nil {
-		*attrs = append(*attrs, slog.String("error", err.Error()))
-		w.nak(msg, meta)
-		return evidence.Retried, ""
-	}
-	switch res.Outcome {
-	case evidence.Rejected:
-		*attrs = append(*attrs, slog.String("detail", res.Detail))
-		w.term(msg, res.Reason)
-		return evidence.Rejected, res.Reason
-	case evidence.Gap:
-		if age := time.Since(meta.Timestamp); age < w.cfg.GapTimeout {
-			_ = msg.NakWithDelay(min(backoff(meta.NumDelivered), w.cfg.GapTimeout-age+10*time.Millisecond))
-			return evidence.GapRetried, ""
-		}
-		return w.reject(ctx, msg, meta, store.Rejection{Reason: evidence.ReasonGap,
-			Detail:  fmt.Sprintf("messages before offset %d never arrived within %s", ev.Offset, w.cfg.GapTimeout),
-			EventID: ev.EventID, UserID: ev.UserID, ConversationID: ev.ConversationID,
-			Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, Payload: data}, attrs)
-	}
-	if err := msg.Ack(); err != nil {
-		*attrs = append(*attrs, slog.String("error", err.Error()))
-	}
-	return res.Outcome, ""
 }
 
 // reject records a rejection, then terminates the message. When the record

@@ -161,7 +161,8 @@ type Worker struct {
 	stopped bool
 }
 
-// StartWorker starts a worker with concurrency events at once.
+// StartWorker starts a worker with concurrency ingest transactions (batches
+// of events) and extraction workers at once.
 func (b *Bundle) StartWorker(concurrency int) *Worker {
 	t := b.T
 	t.Helper()

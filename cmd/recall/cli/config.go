@@ -61,9 +61,11 @@ type config struct {
 	ShutdownTimeout     time.Duration
 	LogFormat           string
 	LogLevel            string
-	// Concurrency bounds the NATS messages handled at once and the River
-	// workers of the extraction queue.
+	// Concurrency bounds the ingest transactions (batches of events) at
+	// once and the River workers of the extraction queue.
 	Concurrency int
+	// MaxBatch bounds the events one ingest transaction records.
+	MaxBatch int
 	// MaxEventBytes bounds an event's size; larger ones are rejected as
 	// too_large.
 	MaxEventBytes int
@@ -185,7 +187,8 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	dur(flagsShutdown, &c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
 	str(flagsLog, &c.LogFormat, "log-format", "RECALL_LOG_FORMAT", "text", "log format: text or json")
 	str(flagsLog, &c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
-	num(flagsWorker, &c.Concurrency, "concurrency", "RECALL_CONCURRENCY", worker.DefaultConcurrency, "events handled at once and extraction workers")
+	num(flagsWorker, &c.Concurrency, "concurrency", "RECALL_CONCURRENCY", worker.DefaultConcurrency, "ingest transactions (batches of events) at once, and extraction workers")
+	num(flagsWorker, &c.MaxBatch, "max-batch", "RECALL_MAX_BATCH", worker.DefaultMaxBatch, "events one ingest transaction records at most (1: each event alone)")
 	num(flagsLimits, &c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", 16<<20, "largest event accepted; larger ones are rejected as too_large")
 	str(flagsProfile, &c.Profile, "evidence-profile", "RECALL_EVIDENCE_PROFILE", string(evidence.ProfileFocus), "evidence profile: focus (sentences, an archive, a view per request) or seed (the seed system's rules exactly)")
 	num(flagsProfile, &c.ArchiveMaxEntries, "archive-max-entries", "RECALL_ARCHIVE_MAX_ENTRIES", evidence.DefaultMaxArchiveEntries, "entries a conversation's archive keeps (focus profile); the oldest recent_context entries go first")

@@ -181,7 +181,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		p, err := pipeline.New(a.pool, a.nc, &pipeline.Config{
 			Store: &store.Config{Fold: fold},
 			Jobs:  &jobs.Config{Workers: cfg.Concurrency, RejectionRetention: cfg.RejectionRetention},
-			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency,
+			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency, MaxBatch: cfg.MaxBatch,
 				Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
 			Metrics: m, Logger: logger,
 		})
