@@ -240,9 +240,12 @@ func TestMachineNATS(t *testing.T) {
 func TestSlowEventNotRedelivered(t *testing.T) {
 	t.Parallel()
 	b := pt.New(t)
-	b.AckWait = 600 * time.Millisecond
+	// Heartbeats every 500 ms; a loaded machine (the race detector, the
+	// whole suite) must delay one by a second before the server redelivers.
+	b.AckWait = 1500 * time.Millisecond
 	b.StartWorker(2)
-	// Hold the conversation's row lock so that ingest waits 2 s.
+	// Hold the conversation's row lock so that ingest waits 4 s: without
+	// heartbeats the event would be redelivered twice meanwhile.
 	history := []json.RawMessage{msg("m0", "user", "We must ship by Friday."), msg("m1", "assistant", "ok"), msg("m2", "user", "next")}
 	b.Publish("s0", pt.Event("s0", "u", "c", history[:1]))
 	deadline := time.Now().Add(10 * time.Second)
@@ -262,7 +265,7 @@ func TestSlowEventNotRedelivered(t *testing.T) {
 	_, err = tx.Exec(t.Context(), `SELECT 1 FROM recall_conversation WHERE user_id = 'u' FOR UPDATE`)
 	pt.Must(t, err)
 	b.Publish("s1", pt.Event("s1", "u", "c", history))
-	time.Sleep(2 * time.Second)
+	time.Sleep(4 * time.Second)
 	pt.Must(t, tx.Rollback(t.Context()))
 	b.WaitCursor("u", "c", 2, 10*time.Second)
 	cons, err := b.JS.Consumer(t.Context(), b.Stream, "recall-worker")
