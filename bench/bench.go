@@ -114,6 +114,7 @@ type sizes struct {
 	contextClients              int
 	bestJobs                    int           // River at its best: jobs per setting tried
 	commitDuration              time.Duration // the commit limit's run
+	digestRounds                int
 }
 
 func sizesFor(cfg *Config) sizes {
@@ -123,7 +124,7 @@ func sizesFor(cfg *Config) sizes {
 			lagDuration: time.Second, lagTurns: 4, lagBurstRounds: 5,
 			costLengths: []int{10, 100}, costTurns: 2, costWarm: 1,
 			readRounds: 1, readDuration: 300 * time.Millisecond, readClients: 64,
-			bigEvent: 1 << 20, memConvs: 20, memTurns: 4, bestJobs: 2000, commitDuration: 300 * time.Millisecond,
+			bigEvent: 1 << 20, memConvs: 20, memTurns: 4, bestJobs: 2000, commitDuration: 300 * time.Millisecond, digestRounds: 3,
 			searchEntries: 400, searchTurns: 2, searchClients: 4,
 			contextCalls: 20, contextRounds: 1, contextDuration: 300 * time.Millisecond, contextClients: 2}
 	case cfg.Quick:
@@ -131,7 +132,7 @@ func sizesFor(cfg *Config) sizes {
 			lagDuration: 5 * time.Second, lagTurns: 10, lagBurstRounds: 25,
 			costLengths: []int{10, 100, 1000, 10000}, costTurns: 5, costWarm: 1,
 			readRounds: 2, readDuration: time.Second, readClients: 64,
-			bigEvent: 8 << 20, memConvs: 300, memTurns: 10, bestJobs: 10000, commitDuration: 2 * time.Second,
+			bigEvent: 8 << 20, memConvs: 300, memTurns: 10, bestJobs: 10000, commitDuration: 2 * time.Second, digestRounds: 15,
 			searchEntries: 20000, searchTurns: 9, searchClients: 16,
 			contextCalls: 300, contextRounds: 2, contextDuration: 2 * time.Second, contextClients: 4}
 	}
@@ -139,7 +140,7 @@ func sizesFor(cfg *Config) sizes {
 		lagDuration: 20 * time.Second, lagTurns: 20, lagBurstRounds: 60,
 		costLengths: []int{10, 100, 1000, 10000}, costTurns: 15, costWarm: 2,
 		readRounds: 5, readDuration: 3 * time.Second, readClients: 64,
-		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20, bestJobs: 30000, commitDuration: 5 * time.Second,
+		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20, bestJobs: 30000, commitDuration: 5 * time.Second, digestRounds: 41,
 		searchEntries: 20000, searchTurns: 25, searchClients: 16,
 		contextCalls: 1000, contextRounds: 5, contextDuration: 3 * time.Second, contextClients: 4}
 }

@@ -76,6 +76,19 @@ func (e *env) costScenario(ctx context.Context, res *Result) error {
 		return fmt.Errorf("read the archive's size: %w", err)
 	}
 	res.FullSnapshotMBPerS = last.FullMBPerS
+
+	ratios, err := digestRatio(e.sz.digestRounds)
+	if err != nil {
+		return err
+	}
+	res.DigestRatios = ratios
+	res.DigestRatio = 0
+	for kind, r := range ratios {
+		if res.DigestRatio == 0 || r < res.DigestRatio {
+			res.DigestRatio, res.DigestWorstKind = r, kind
+		}
+	}
+	e.progress("digests against plain SHA-256 over the same bytes: %v", ratios)
 	return nil
 }
 
