@@ -58,7 +58,10 @@ func (e *env) startAPI(ctx context.Context, src api.Source) (*apiServer, error) 
 	if err := s.listener.Start(ctx); err != nil {
 		return nil, err
 	}
-	s.handler, err = api.New(src, &api.Config{JWTSecret: s.secret, Notifier: s.listener, Metrics: metrics.New(), Logger: e.logger})
+	// Every event of the lag scenario has its waiting reader: the waiter
+	// cap, which sheds load in production, is not what is measured.
+	s.handler, err = api.New(src, &api.Config{JWTSecret: s.secret, Notifier: s.listener, Metrics: metrics.New(), Logger: e.logger,
+		MaxWaiters: 1 << 20})
 	if err != nil {
 		s.close()
 		return nil, err
