@@ -73,6 +73,10 @@ type Config struct {
 	// extraction workers), and the baseline's inserting goroutines and River
 	// workers. Defaults to 16.
 	Concurrency int
+	// LagRate, when positive, is the rate of the lag scenario in events per
+	// second, instead of half of scenario 1's maximum: to compare lag at
+	// the same load across versions. Defaults to 0.
+	LagRate float64
 	// Quick runs a reduced version of every scenario. Defaults to false.
 	Quick bool
 	// Tiny shrinks every scenario to a smoke test, for the command's own

@@ -122,7 +122,7 @@ func (e *env) lagScenario(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	if e.pipelineRate == 0 {
+	if e.pipelineRate == 0 && e.cfg.LagRate <= 0 {
 		// Scenario 1 did not run: measure the maximum once.
 		w := workload{prefix: "lagmax", users: e.sz.users, convs: e.sz.convs, turns: e.sz.turns}
 		if e.pipelineRate, _, err = e.pipelineTrial(ctx, p, w); err != nil {
@@ -139,12 +139,15 @@ func (e *env) lagScenario(ctx context.Context, res *Result) error {
 	token := srv.token("")
 
 	rate := e.pipelineRate / 2
+	if e.cfg.LagRate > 0 {
+		rate, res.LagRateGiven = e.cfg.LagRate, true
+	}
 	turns := e.sz.lagTurns
 	convs := max(1, int(rate*e.sz.lagDuration.Seconds())/turns)
 	w := workload{prefix: "lag", users: max(1, convs/10), convs: convs, turns: turns}
 	hist := history(turnLength(turns))
 	interval := time.Duration(float64(time.Second) / rate)
-	e.progress("publishing %d events at %.0f events/s (half of %.0f), %d conversations × %d turns", w.events(), rate, e.pipelineRate, convs, turns)
+	e.progress("publishing %d events at %.0f events/s (scenario 1's maximum: %.0f), %d conversations × %d turns", w.events(), rate, e.pipelineRate, convs, turns)
 
 	jobEvents, cancelJobs := p.river.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: 1_000_000})
 	defer cancelJobs()

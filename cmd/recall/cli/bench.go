@@ -34,6 +34,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 	fs.IntVar(&concurrency, "concurrency", concurrency, "worker concurrency, and the baseline's goroutines and River workers (env RECALL_CONCURRENCY)")
 	quick := fs.Bool("quick", false, "a reduced version of every scenario (about a minute)")
+	lagRate := fs.Float64("lag-rate", 0, "events per second of the lag scenario (default: half of the pipeline's maximum), to compare lag at the same load")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(bench.Scenarios, ", ")+" (default all)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (pipeline, API and load) to this file")
@@ -64,6 +65,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		DatabaseURL: *databaseURL,
 		NATSURL:     *natsURL,
 		Concurrency: concurrency,
+		LagRate:     *lagRate,
 		Quick:       *quick || *tiny,
 		Tiny:        *tiny,
 		Progress:    env.Stderr,
