@@ -83,6 +83,9 @@ type itemCache struct {
 	mu    sync.Mutex
 	order *list.List // of *cachedItem, most recently used first
 	byKey map[itemKey]*list.Element
+	// held counts each conversation's items, so that forgetting one
+	// that has none costs nothing.
+	held map[searchKey]int
 }
 
 type cachedItem struct {
@@ -91,7 +94,7 @@ type cachedItem struct {
 }
 
 func newItemCache(max int) *itemCache {
-	return &itemCache{max: max, order: list.New(), byKey: make(map[itemKey]*list.Element)}
+	return &itemCache{max: max, order: list.New(), byKey: make(map[itemKey]*list.Element), held: make(map[searchKey]int)}
 }
 
 // get returns the cached items of keys, and the keys it lacks.
@@ -123,22 +126,34 @@ func (c *itemCache) put(userID, conversationID string, items []evidence.Item) {
 			continue
 		}
 		c.byKey[k] = c.order.PushFront(&cachedItem{key: k, item: &items[i]})
+		c.held[searchKey{userID, conversationID}]++
 	}
 	for c.order.Len() > c.max {
-		last := c.order.Back()
-		delete(c.byKey, last.Value.(*cachedItem).key)
-		c.order.Remove(last)
+		c.remove(c.order.Back())
 	}
 }
 
-// forget drops a conversation's items (it was deleted).
+// remove drops one item; c.mu is held.
+func (c *itemCache) remove(e *list.Element) {
+	k := e.Value.(*cachedItem).key
+	delete(c.byKey, k)
+	c.order.Remove(e)
+	conv := searchKey{k.userID, k.conversationID}
+	if c.held[conv]--; c.held[conv] <= 0 {
+		delete(c.held, conv)
+	}
+}
+
+// forget drops a conversation's items (it was deleted, or is unknown).
 func (c *itemCache) forget(userID, conversationID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.held[searchKey{userID, conversationID}] == 0 {
+		return
+	}
 	for k, e := range c.byKey {
 		if k.userID == userID && k.conversationID == conversationID {
-			delete(c.byKey, k)
-			c.order.Remove(e)
+			c.remove(e)
 		}
 	}
 }
@@ -182,15 +197,14 @@ func (c *searchCache) drop(k searchKey) {
 		return
 	}
 	c.mu.Lock()
-	e := c.byKey[k]
-	if e != nil {
+	if e := c.byKey[k]; e != nil {
 		delete(c.byKey, k)
 		c.order.Remove(e)
 	}
 	c.mu.Unlock()
-	if e != nil {
-		c.items.forget(k.userID, k.conversationID)
-	}
+	// The items may outlive the standing candidates in the cache: a deleted
+	// conversation's text is not kept in memory either way.
+	c.items.forget(k.userID, k.conversationID)
 }
 
 const conversationRow = `

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"github.com/recallhq/recall/evidence"
 	"testing"
 )
 
@@ -33,5 +34,33 @@ func TestSearchCacheKeepsTheMostRecentlyUsed(t *testing.T) {
 	off.put(key(1), &standing{})
 	if off.get(key(1)) != nil {
 		t.Error("a cache of size -1 kept an entry")
+	}
+}
+
+func TestItemCacheForgetsAConversation(t *testing.T) {
+	c := newItemCache(3)
+	items := func(n int) []evidence.Item {
+		out := make([]evidence.Item, n)
+		for i := range out {
+			out[i].Index = i
+		}
+		return out
+	}
+	c.put("u", "a", items(2))
+	c.put("u", "b", items(2)) // evicts a's oldest
+	if c.order.Len() != 3 || c.held[searchKey{"u", "a"}] != 1 || c.held[searchKey{"u", "b"}] != 2 {
+		t.Fatalf("%d items, held %v; want 3, a 1, b 2", c.order.Len(), c.held)
+	}
+	got, missing := c.get([]itemKey{{"u", "a", 1, 0}, {"u", "a", 0, 0}})
+	if got[0] == nil || got[0].Index != 1 || len(missing) != 1 || missing[0].index != 0 {
+		t.Errorf("get: %v, missing %v; want a's item 1 and a's item 0 missing", got, missing)
+	}
+	c.forget("u", "b")
+	if c.order.Len() != 1 || len(c.byKey) != 1 || c.held[searchKey{"u", "b"}] != 0 {
+		t.Errorf("after forgetting b: %d items, %d keys, held %v", c.order.Len(), len(c.byKey), c.held)
+	}
+	c.forget("u", "unknown") // nothing held: nothing scanned, nothing changed
+	if c.order.Len() != 1 {
+		t.Errorf("forgetting an unknown conversation dropped items")
 	}
 }
