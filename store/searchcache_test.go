@@ -2,8 +2,9 @@ package store
 
 import (
 	"fmt"
-	"github.com/recallhq/recall/evidence"
 	"testing"
+
+	"github.com/recallhq/recall/evidence"
 )
 
 func TestSearchCacheKeepsTheMostRecentlyUsed(t *testing.T) {
