@@ -14,16 +14,9 @@ import (
 // Scenario 1's honest baselines: what River and Postgres do on this
 // machine when nothing of recall's holds them back.
 
-// bestArgs is the job of River at its best: it does nothing.
-type bestArgs struct {
-	Seq int64 `json:"seq"`
-}
-
+// River at its best works the no-op jobs of noopArgs in a queue of its
+// own.
 const bestQueue = "recall_bench_best"
-
-func (bestArgs) Kind() string { return "recall_bench_best" }
-
-func (bestArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: bestQueue} }
 
 // riverSetting is one way of running River for the baseline.
 type riverSetting struct {
@@ -66,7 +59,7 @@ func (e *env) riverBest(ctx context.Context, total int) (float64, riverSetting, 
 			best, at = rate, s
 		}
 	}
-	if _, err := e.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = $1`, bestArgs{}.Kind()); err != nil {
+	if _, err := e.pool.Exec(ctx, `DELETE FROM river_job WHERE queue = $1`, bestQueue); err != nil {
 		return 0, at, fmt.Errorf("delete the baseline's jobs: %w", err)
 	}
 	return best, at, nil
@@ -74,7 +67,7 @@ func (e *env) riverBest(ctx context.Context, total int) (float64, riverSetting, 
 
 func (e *env) riverRun(ctx context.Context, s riverSetting, total int) (float64, error) {
 	workers := river.NewWorkers()
-	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[bestArgs]) error { return nil }))
+	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[noopArgs]) error { return nil }))
 	client, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
 		Logger:        e.logger,
 		Workers:       workers,
@@ -101,7 +94,7 @@ func (e *env) riverRun(ctx context.Context, s riverSetting, total int) (float64,
 		for lo := 0; lo < total; lo += bestBatch {
 			params := make([]river.InsertManyParams, 0, bestBatch)
 			for i := lo; i < min(lo+bestBatch, total); i++ {
-				params = append(params, river.InsertManyParams{Args: bestArgs{Seq: int64(i)}})
+				params = append(params, river.InsertManyParams{Args: noopArgs{Seq: int64(i)}, InsertOpts: &river.InsertOpts{Queue: bestQueue}})
 			}
 			if _, err := client.InsertMany(ctx, params); err != nil {
 				errs <- err
@@ -114,7 +107,7 @@ func (e *env) riverRun(ctx context.Context, s riverSetting, total int) (float64,
 	for done < total {
 		select {
 		case ev := <-events:
-			if ev != nil && ev.Job != nil && ev.Job.Kind == (bestArgs{}).Kind() {
+			if ev != nil && ev.Job != nil && ev.Job.Queue == bestQueue {
 				done++
 			}
 		case err := <-errs:

@@ -143,9 +143,39 @@ type loadResult struct {
 func (r loadResult) rps() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
 
 // httpLoad sends requests from clients goroutines for d, request i of
-// goroutine g made by newRequest(g, i), and returns the latency of each.
-// Every answer must be 200 with a body of 100 bytes or more.
+// goroutine g made by newRequest(g, i), each as soon as the one before it
+// is answered, and returns the latency of each. Every answer must be 200
+// with a body of 100 bytes or more.
 func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Duration, newRequest func(g, i int) *http.Request) (loadResult, error) {
+	start := time.Now()
+	return runClients(ctx, client, clients, newRequest, func(_, _ int) (time.Time, bool) {
+		now := time.Now()
+		return now, now.Sub(start) < d
+	})
+}
+
+// httpPaced sends requests from clients goroutines at rate requests per
+// second in all, for d, each at its scheduled time (one goroutine sends
+// every clients/rate seconds), and returns each request's latency from its
+// scheduled time, so that a slow answer delays the next request's clock
+// and counts against it (no coordinated omission).
+func httpPaced(ctx context.Context, client *http.Client, clients int, rate float64, d time.Duration, newRequest func(g, i int) *http.Request) (loadResult, error) {
+	every := time.Duration(float64(clients) / rate * float64(time.Second))
+	start := time.Now()
+	return runClients(ctx, client, clients, newRequest, func(g, i int) (time.Time, bool) {
+		at := start.Add(time.Duration(g)*every/time.Duration(clients) + time.Duration(i)*every)
+		if at.Sub(start) >= d {
+			return at, false
+		}
+		time.Sleep(time.Until(at))
+		return at, true
+	})
+}
+
+// runClients runs clients goroutines, each sending request i when next(g,
+// i) says to (and timing it from the time next returns), until next says
+// stop, an answer is not 200 with 100 bytes or more, or ctx ends.
+func runClients(ctx context.Context, client *http.Client, clients int, newRequest func(g, i int) *http.Request, next func(g, i int) (time.Time, bool)) (loadResult, error) {
 	var (
 		mu       sync.Mutex
 		all      []time.Duration
@@ -153,15 +183,16 @@ func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Dura
 		wg       sync.WaitGroup
 	)
 	start := time.Now()
-	deadline := start.Add(d)
 	for g := range clients {
 		wg.Go(func() {
 			mine := make([]time.Duration, 0, 4096)
 			var err error
-			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
-				req := newRequest(g, i)
-				t0 := time.Now()
-				resp, rerr := client.Do(req)
+			for i := 0; ctx.Err() == nil; i++ {
+				t0, ok := next(g, i)
+				if !ok {
+					break
+				}
+				resp, rerr := client.Do(newRequest(g, i))
 				if rerr != nil {
 					err = rerr
 					break
@@ -192,62 +223,6 @@ func httpLoad(ctx context.Context, client *http.Client, clients int, d time.Dura
 	}
 	slices.Sort(all)
 	return loadResult{latencies: all, elapsed: elapsed}, nil
-}
-
-// httpPaced sends requests from clients goroutines at rate requests per
-// second in all, for d, each at its scheduled time (one goroutine sends
-// every clients/rate seconds), and returns each request's latency from its
-// scheduled time, so that a slow answer delays the next request's clock
-// and counts against it (no coordinated omission).
-func httpPaced(ctx context.Context, client *http.Client, clients int, rate float64, d time.Duration, newRequest func(g, i int) *http.Request) (loadResult, error) {
-	var (
-		mu       sync.Mutex
-		all      []time.Duration
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	every := time.Duration(float64(clients) / rate * float64(time.Second))
-	start := time.Now()
-	for g := range clients {
-		wg.Go(func() {
-			var mine []time.Duration
-			var err error
-			for i := 0; ctx.Err() == nil; i++ {
-				at := start.Add(time.Duration(g)*every/time.Duration(clients) + time.Duration(i)*every)
-				if at.Sub(start) >= d {
-					break
-				}
-				time.Sleep(time.Until(at))
-				resp, rerr := client.Do(newRequest(g, i))
-				if rerr != nil {
-					err = rerr
-					break
-				}
-				n, _ := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				mine = append(mine, time.Since(at))
-				if resp.StatusCode != http.StatusOK || n < 100 {
-					err = fmt.Errorf("status %d, %d bytes", resp.StatusCode, n)
-					break
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			all = append(all, mine...)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return loadResult{}, firstErr
-	}
-	if len(all) == 0 {
-		return loadResult{}, errors.New("no request completed")
-	}
-	slices.Sort(all)
-	return loadResult{latencies: all, elapsed: time.Since(start)}, nil
 }
 
 // pairedResult holds the medians of rounds of a load on recall beside the
