@@ -52,11 +52,33 @@ func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID s
 	var row convRow
 	var prefix []byte
 	var published *time.Time
-	err := tx.QueryRow(ctx, `
+	// One round trip: the lock, then the newest request after the cursor,
+	// which the extraction summarises up to. The second statement starts
+	// once the first holds the lock, so it sees every message committed
+	// before; its cursor is the locked row's.
+	var newest *int
+	b := &pgx.Batch{}
+	b.Queue(`
 SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at, archive_count
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
-FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
+FOR UPDATE`, userID, conversationID)
+	b.Queue(`
+SELECT max(idx) FROM recall_message
+WHERE user_id = $1 AND conversation_id = $2 AND role = $3
+  AND idx > (SELECT "cursor" FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2)`,
+		userID, conversationID, string(evidence.RoleUser))
+	br := tx.SendBatch(ctx, b)
+	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
+	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+		if merr := br.QueryRow().Scan(&newest); merr != nil {
+			br.Close()
+			return ExtractResult{}, fmt.Errorf("find the newest request: %w", merr)
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && row.deleted) {
 		return ExtractResult{Outcome: evidence.Deleted}, nil
 	}
@@ -69,17 +91,9 @@ FOR UPDATE`, userID, conversationID).Scan(&row.version, &row.cursor, &row.count,
 		res.PublishedAt = *published
 	}
 
-	// The newest request after the cursor is what the extraction
-	// summarises up to; the held messages before it are read and folded in
-	// chunks of s.extractChunk, so that a large snapshot is never held
-	// whole.
-	var newest *int
-	if err := tx.QueryRow(ctx, `
-SELECT max(idx) FROM recall_message
-WHERE user_id = $1 AND conversation_id = $2 AND idx > $3 AND role = $4`,
-		userID, conversationID, row.cursor, string(evidence.RoleUser)).Scan(&newest); err != nil {
-		return ExtractResult{}, fmt.Errorf("find the newest request: %w", err)
-	}
+	// The held messages up to the newest request are read and folded in
+	// chunks of s.extractChunk (and of extractChunkBytes of text), so that
+	// a large snapshot is never held whole.
 	if newest == nil {
 		_, err := tx.Exec(ctx, `UPDATE recall_conversation SET extract_requested_at = NULL
 WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL`, userID, conversationID)
@@ -149,7 +163,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 	}
 	body := evidence.AppendBody(nil, &state, 0)
 
-	b := &pgx.Batch{}
+	b = &pgx.Batch{}
 	b.Queue(`
 UPDATE recall_conversation
 SET version = $3, "cursor" = $4, prefix_digest = $5, body = $6, updated_at = now(), extract_requested_at = NULL,
