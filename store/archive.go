@@ -320,6 +320,7 @@ func (s *Store) Search(ctx context.Context, userID, conversationID, query string
 		}
 	}
 	rec := empty
+	s.searches.reads.Add(1)
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		stamp, count, found, err := scanConversation(tx.QueryRow(ctx, conversationRow, userID, conversationID), &rec)
 		if err != nil || !found {

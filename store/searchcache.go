@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,10 @@ type standing struct {
 // archive items by their key. Its items are never modified once stored:
 // SelectView only reads them.
 type searchCache struct {
+	// reads counts the searches that read all their candidates (no
+	// standing candidates kept, or stale ones), for tests.
+	reads atomic.Int64
+
 	max   int
 	mu    sync.Mutex
 	order *list.List // of *cached, most recently used first
@@ -320,9 +325,14 @@ func readRelevantKeys(br pgx.BatchResults, rec *evidence.Record) (stamp rowStamp
 // readMissing reads the archive items of keys into the item cache. ok is
 // false when one of them is gone.
 func (st *Store) readMissing(ctx context.Context, userID, conversationID string, keys []itemKey) (ok bool, err error) {
-	idx, start := make([]int32, len(keys)), make([]int32, len(keys))
-	for i, k := range keys {
-		idx[i], start[i] = int32(k.index), int32(k.start)
+	// An entry both lists picked is asked for twice.
+	distinct := make(map[itemKey]bool, len(keys))
+	idx, start := make([]int32, 0, len(keys)), make([]int32, 0, len(keys))
+	for _, k := range keys {
+		if !distinct[k] {
+			distinct[k] = true
+			idx, start = append(idx, int32(k.index)), append(start, int32(k.start))
+		}
 	}
 	lists, err := scanItems(ctx, st.pool, `SELECT `+itemColumns+`, 0 FROM recall_archive
 WHERE user_id = $1 AND conversation_id = $2 AND (idx, span_start) IN (SELECT * FROM unnest($3::int[], $4::int[]))`,
@@ -331,7 +341,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND (idx, span_start) IN (SELECT * F
 		return false, err
 	}
 	st.searches.items.put(userID, conversationID, lists[0])
-	return len(lists[0]) == len(keys), nil
+	return len(lists[0]) == len(idx), nil
 }
 
 // selectView sets rec's body and view to the focus view of c for q.

@@ -1,10 +1,18 @@
 package store
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 func TestSearchCacheKeepsTheMostRecentlyUsed(t *testing.T) {
@@ -64,4 +72,86 @@ func TestItemCacheForgetsAConversation(t *testing.T) {
 	if c.order.Len() != 1 {
 		t.Errorf("forgetting an unknown conversation dropped items")
 	}
+}
+
+// TestSearchUsesTheCache checks that searches after the first read only the
+// row and the keys their query picks (the tests of store_test check that
+// the answers are the uncached ones, which a search that always read
+// everything would pass too), and that an extraction makes the next search
+// read everything again.
+func TestSearchUsesTheCache(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	if err := Migrate(t.Context(), dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := New(pool, &Config{Jobs: noJobs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(n int) {
+		var msgs []json.RawMessage
+		for i := range n {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			// Two lists pick the same entries: "pallet" is in the request
+			// and, through the newest entries, in the window.
+			m, _ := json.Marshal(map[string]any{"id": fmt.Sprint(i), "role": role,
+				"content": fmt.Sprintf("Pallet %d went to rack %d. The budget for item %d holds.", i, i%7, i)})
+			msgs = append(msgs, m)
+		}
+		b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": fmt.Sprint("e", n), "user_id": "u", "conversation_id": "c", "messages": msgs})
+		ev, err := evidence.ParseEvent(b, evidence.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Ingest(t.Context(), ev, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Extract(t.Context(), "u", "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func(query string) {
+		if _, err := st.Search(t.Context(), "u", "c", query); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn(301)
+	for _, q := range []string{"pallet 17", "rack 3 budget", "pallet 17", "nothing at all"} {
+		search(q)
+	}
+	if n := st.searches.reads.Load(); n != 1 {
+		t.Errorf("%d of 4 searches read all their candidates, want 1", n)
+	}
+	// An entry both lists picked is asked for twice when it is missing.
+	first := itemKey{"u", "c", 0, 0}
+	if ok, err := st.readMissing(t.Context(), "u", "c", []itemKey{first, first}); !ok || err != nil {
+		t.Errorf("reading one entry asked for twice: ok %v, %v", ok, err)
+	}
+
+	turn(303)
+	search("pallet 17")
+	search("pallet 18")
+	if n := st.searches.reads.Load(); n != 2 {
+		t.Errorf("after an extraction: %d searches read everything, want 2", n)
+	}
+}
+
+// noJobs inserts no extraction job.
+type noJobs struct{}
+
+func (noJobs) InsertTx(context.Context, pgx.Tx, river.JobArgs, *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	return &rivertype.JobInsertResult{}, nil
+}
+
+func (noJobs) InsertManyTx(_ context.Context, _ pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	return make([]*rivertype.JobInsertResult, len(params)), nil
 }
