@@ -1,7 +1,6 @@
 package store
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallhq/recall/evidence"
@@ -23,9 +23,8 @@ import (
 // that finds its stamp current reads only the conversation's row and the
 // entries its query picks, in one round trip and one snapshot.
 
-// rowStamp identifies one version of a conversation's row: xmin is the
-// transaction that wrote it, so the stamp differs even when a conversation
-// deleted and written again repeats an earlier version number.
+// rowStamp identifies one write of a conversation's row: xmin is the
+// transaction that wrote it, beside the version and the update time.
 type rowStamp struct {
 	xmin    uint32
 	version int64
@@ -41,29 +40,50 @@ type standing struct {
 	recent []evidence.Item
 }
 
-// searchCache is a least-recently-used map of standing candidates, and of
-// archive items by their key. Its items are never modified once stored:
+// searchCache keeps the standing candidates of the conversations searched
+// last, and archive items by their key, each in a least-recently-used
+// cache (hashicorp/golang-lru). Its items are never modified once stored:
 // SelectView only reads them.
 type searchCache struct {
 	// reads counts the searches that read all their candidates (no
 	// standing candidates kept, or stale ones), for tests.
 	reads atomic.Int64
 
-	max   int
-	mu    sync.Mutex
-	order *list.List // of *cached, most recently used first
-	byKey map[searchKey]*list.Element
-	items *itemCache
-}
-
-type cached struct {
-	key searchKey
-	s   *standing
+	standings *lru.Cache[searchKey, *standing] // nil: keep none
+	items     *itemCache
 }
 
 func newSearchCache(max int) *searchCache {
-	return &searchCache{max: max, order: list.New(), byKey: make(map[searchKey]*list.Element),
-		items: newItemCache(max * itemsPerConversation)}
+	c := &searchCache{items: newItemCache(max * itemsPerConversation)}
+	if max > 0 {
+		c.standings, _ = lru.New[searchKey, *standing](max)
+	}
+	return c
+}
+
+func (c *searchCache) get(k searchKey) *standing {
+	if c.standings == nil {
+		return nil
+	}
+	s, _ := c.standings.Get(k)
+	return s
+}
+
+func (c *searchCache) put(k searchKey, s *standing) {
+	if c.standings != nil {
+		c.standings.Add(k, s)
+	}
+}
+
+// drop forgets a conversation (deleted, or never written) and its items.
+func (c *searchCache) drop(k searchKey) {
+	if c.standings == nil {
+		return
+	}
+	c.standings.Remove(k)
+	// The items may outlive the standing candidates in the cache: a deleted
+	// conversation's text is not kept in memory either way.
+	c.items.forget(k.userID, k.conversationID)
 }
 
 // itemsPerConversation sizes the item cache: as many items per
@@ -81,37 +101,41 @@ type itemKey struct {
 	index, start           int
 }
 
-// itemCache is a least-recently-used map of archive items, bounded by
+// itemCache is a least-recently-used cache of archive items, bounded by
 // their count.
 type itemCache struct {
-	max   int
-	mu    sync.Mutex
-	order *list.List // of *cachedItem, most recently used first
-	byKey map[itemKey]*list.Element
-	// held counts each conversation's items, so that forgetting one
-	// that has none costs nothing.
+	cache *lru.Cache[itemKey, *evidence.Item] // nil: keep none
+	// held counts each conversation's items, so that forgetting one that
+	// has none costs nothing. Under concurrent puts it may count an item
+	// already evicted for a moment, which only makes a forget look.
+	mu   sync.Mutex
 	held map[searchKey]int
 }
 
-type cachedItem struct {
-	key  itemKey
-	item *evidence.Item
-}
-
 func newItemCache(max int) *itemCache {
-	return &itemCache{max: max, order: list.New(), byKey: make(map[itemKey]*list.Element), held: make(map[searchKey]int)}
+	c := &itemCache{held: make(map[searchKey]int)}
+	if max > 0 {
+		c.cache, _ = lru.NewWithEvict(max, func(k itemKey, _ *evidence.Item) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			conv := searchKey{k.userID, k.conversationID}
+			if c.held[conv]--; c.held[conv] <= 0 {
+				delete(c.held, conv)
+			}
+		})
+	}
+	return c
 }
 
 // get returns the cached items of keys, and the keys it lacks.
 func (c *itemCache) get(keys []itemKey) (items []*evidence.Item, missing []itemKey) {
 	items = make([]*evidence.Item, len(keys))
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i, k := range keys {
-		if e := c.byKey[k]; e != nil {
-			c.order.MoveToFront(e)
-			items[i] = e.Value.(*cachedItem).item
-			continue
+		if c.cache != nil {
+			if it, ok := c.cache.Get(k); ok {
+				items[i] = it
+				continue
+			}
 		}
 		missing = append(missing, k)
 	}
@@ -119,97 +143,43 @@ func (c *itemCache) get(keys []itemKey) (items []*evidence.Item, missing []itemK
 }
 
 func (c *itemCache) put(userID, conversationID string, items []evidence.Item) {
-	if c.max <= 0 {
+	if c.cache == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	conv := searchKey{userID, conversationID}
 	for i := range items {
 		k := itemKey{userID, conversationID, items[i].Index, items[i].Span[0]}
-		if e := c.byKey[k]; e != nil {
-			c.order.MoveToFront(e)
+		if c.cache.Contains(k) {
 			continue
 		}
-		c.byKey[k] = c.order.PushFront(&cachedItem{key: k, item: &items[i]})
-		c.held[searchKey{userID, conversationID}]++
-	}
-	for c.order.Len() > c.max {
-		c.remove(c.order.Back())
-	}
-}
-
-// remove drops one item; c.mu is held.
-func (c *itemCache) remove(e *list.Element) {
-	k := e.Value.(*cachedItem).key
-	delete(c.byKey, k)
-	c.order.Remove(e)
-	conv := searchKey{k.userID, k.conversationID}
-	if c.held[conv]--; c.held[conv] <= 0 {
-		delete(c.held, conv)
+		c.mu.Lock()
+		c.held[conv]++
+		c.mu.Unlock()
+		if found, _ := c.cache.ContainsOrAdd(k, &items[i]); found {
+			// Another search added it meanwhile: it counted it.
+			c.mu.Lock()
+			c.held[conv]--
+			c.mu.Unlock()
+		}
 	}
 }
 
 // forget drops a conversation's items (it was deleted, or is unknown).
 func (c *itemCache) forget(userID, conversationID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.held[searchKey{userID, conversationID}] == 0 {
+	if c.cache == nil {
 		return
 	}
-	for k, e := range c.byKey {
+	c.mu.Lock()
+	n := c.held[searchKey{userID, conversationID}]
+	c.mu.Unlock()
+	if n <= 0 {
+		return
+	}
+	for _, k := range c.cache.Keys() {
 		if k.userID == userID && k.conversationID == conversationID {
-			c.remove(e)
+			c.cache.Remove(k)
 		}
 	}
-}
-
-func (c *searchCache) get(k searchKey) *standing {
-	if c.max <= 0 {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.byKey[k]
-	if e == nil {
-		return nil
-	}
-	c.order.MoveToFront(e)
-	return e.Value.(*cached).s
-}
-
-func (c *searchCache) put(k searchKey, s *standing) {
-	if c.max <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.byKey[k]; e != nil {
-		e.Value.(*cached).s = s
-		c.order.MoveToFront(e)
-		return
-	}
-	c.byKey[k] = c.order.PushFront(&cached{key: k, s: s})
-	for c.order.Len() > c.max {
-		last := c.order.Back()
-		delete(c.byKey, last.Value.(*cached).key)
-		c.order.Remove(last)
-	}
-}
-
-// drop forgets a conversation (deleted, or never written) and its items.
-func (c *searchCache) drop(k searchKey) {
-	if c.max <= 0 {
-		return
-	}
-	c.mu.Lock()
-	if e := c.byKey[k]; e != nil {
-		delete(c.byKey, k)
-		c.order.Remove(e)
-	}
-	c.mu.Unlock()
-	// The items may outlive the standing candidates in the cache: a deleted
-	// conversation's text is not kept in memory either way.
-	c.items.forget(k.userID, k.conversationID)
 }
 
 const conversationRow = `

@@ -35,14 +35,18 @@ func TestSearchCacheKeepsTheMostRecentlyUsed(t *testing.T) {
 		t.Errorf("entry 1 after a put = %v, want total 10", s)
 	}
 	c.drop(key(1))
-	if c.get(key(1)) != nil || len(c.byKey) != 1 || c.order.Len() != 1 {
-		t.Errorf("after drop: %d keys, %d in order; want 1 and 1", len(c.byKey), c.order.Len())
+	if c.get(key(1)) != nil || c.standings.Len() != 1 {
+		t.Errorf("after drop: %d entries, want 1", c.standings.Len())
 	}
 
 	off := newSearchCache(-1)
 	off.put(key(1), &standing{})
+	off.items.put("u", "1", []evidence.Item{{}})
 	if off.get(key(1)) != nil {
 		t.Error("a cache of size -1 kept an entry")
+	}
+	if items, missing := off.items.get([]itemKey{{"u", "1", 0, 0}}); items[0] != nil || len(missing) != 1 {
+		t.Error("a cache of size -1 kept an item")
 	}
 }
 
@@ -57,19 +61,19 @@ func TestItemCacheForgetsAConversation(t *testing.T) {
 	}
 	c.put("u", "a", items(2))
 	c.put("u", "b", items(2)) // evicts a's oldest
-	if c.order.Len() != 3 || c.held[searchKey{"u", "a"}] != 1 || c.held[searchKey{"u", "b"}] != 2 {
-		t.Fatalf("%d items, held %v; want 3, a 1, b 2", c.order.Len(), c.held)
+	if c.cache.Len() != 3 || c.held[searchKey{"u", "a"}] != 1 || c.held[searchKey{"u", "b"}] != 2 {
+		t.Fatalf("%d items, held %v; want 3, a 1, b 2", c.cache.Len(), c.held)
 	}
 	got, missing := c.get([]itemKey{{"u", "a", 1, 0}, {"u", "a", 0, 0}})
 	if got[0] == nil || got[0].Index != 1 || len(missing) != 1 || missing[0].index != 0 {
 		t.Errorf("get: %v, missing %v; want a's item 1 and a's item 0 missing", got, missing)
 	}
 	c.forget("u", "b")
-	if c.order.Len() != 1 || len(c.byKey) != 1 || c.held[searchKey{"u", "b"}] != 0 {
-		t.Errorf("after forgetting b: %d items, %d keys, held %v", c.order.Len(), len(c.byKey), c.held)
+	if c.cache.Len() != 1 || c.held[searchKey{"u", "b"}] != 0 {
+		t.Errorf("after forgetting b: %d items, held %v", c.cache.Len(), c.held)
 	}
 	c.forget("u", "unknown") // nothing held: nothing scanned, nothing changed
-	if c.order.Len() != 1 {
+	if c.cache.Len() != 1 {
 		t.Errorf("forgetting an unknown conversation dropped items")
 	}
 }
