@@ -1,12 +1,12 @@
 package publisher
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"hash"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -32,7 +32,7 @@ type sentState struct {
 // the messages past the prefix are decoded and digested.
 func (p *Publisher) appendEvent(key conversationKey, history []json.RawMessage) (*Event, sentState, error) {
 	p.mu.Lock()
-	prev, ok := p.sent.get(key)
+	prev, ok := p.sent.Get(key)
 	p.mu.Unlock()
 
 	fp := sha256.New()
@@ -107,51 +107,10 @@ func chainOver(c evidence.Digest, msgs []evidence.Message, offset int) (evidence
 	return c, nil
 }
 
-// lru is a bounded map from conversation to sentState that drops the least
-// recently used entry first. It is not safe for concurrent use.
-type lru struct {
-	max   int
-	order *list.List // of *lruEntry, most recent first
-	index map[conversationKey]*list.Element
+// newLRU returns append mode's memory: a bounded map from conversation to
+// sentState that drops the least recently used entry first. It is not safe
+// for concurrent use.
+func newLRU(max int) *simplelru.LRU[conversationKey, sentState] {
+	l, _ := simplelru.NewLRU[conversationKey, sentState](max, nil)
+	return l
 }
-
-type lruEntry struct {
-	key   conversationKey
-	state sentState
-}
-
-func newLRU(max int) *lru {
-	return &lru{max: max, order: list.New(), index: make(map[conversationKey]*list.Element)}
-}
-
-func (l *lru) get(key conversationKey) (sentState, bool) {
-	el, ok := l.index[key]
-	if !ok {
-		return sentState{}, false
-	}
-	l.order.MoveToFront(el)
-	return el.Value.(*lruEntry).state, true
-}
-
-func (l *lru) put(key conversationKey, state sentState) {
-	if el, ok := l.index[key]; ok {
-		el.Value.(*lruEntry).state = state
-		l.order.MoveToFront(el)
-		return
-	}
-	l.index[key] = l.order.PushFront(&lruEntry{key: key, state: state})
-	for l.order.Len() > l.max {
-		oldest := l.order.Back()
-		l.order.Remove(oldest)
-		delete(l.index, oldest.Value.(*lruEntry).key)
-	}
-}
-
-func (l *lru) remove(key conversationKey) {
-	if el, ok := l.index[key]; ok {
-		l.order.Remove(el)
-		delete(l.index, key)
-	}
-}
-
-func (l *lru) len() int { return l.order.Len() }

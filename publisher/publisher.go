@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -127,7 +128,7 @@ type Publisher struct {
 	attempts int
 
 	mu   sync.Mutex
-	sent *lru // append mode's memory; nil in snapshot mode
+	sent *simplelru.LRU[conversationKey, sentState] // append mode's memory; nil in snapshot mode
 }
 
 // New returns a Publisher that publishes through js.
@@ -221,10 +222,10 @@ func (p *Publisher) Publish(ctx context.Context, userID, conversationID string, 
 	defer p.mu.Unlock()
 	if err != nil {
 		// The event may or may not be stored: the next one is a snapshot.
-		p.sent.remove(key)
+		p.sent.Remove(key)
 		return nil, err
 	}
-	p.sent.put(key, next)
+	p.sent.Add(key, next)
 	return ack, nil
 }
 
@@ -269,7 +270,7 @@ func (p *Publisher) Forget(userID, conversationID string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent.remove(conversationKey{userID, conversationID})
+	p.sent.Remove(conversationKey{userID, conversationID})
 }
 
 // publish sends ev and waits for the ack, retrying with the same id while
