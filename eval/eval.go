@@ -53,6 +53,18 @@ type Score struct {
 	LongRequired  int     `json:"long_required"`
 	LongRetained  int     `json:"long_retained"`
 	LongRetention float64 `json:"long_retention"`
+	// Superseded counts corrected facts (Fixture.Superseded), SupersededShown
+	// those still shown after the last turn, and SupersededKept their ratio
+	// (0 when nothing was corrected): lower is better.
+	Superseded      int     `json:"superseded"`
+	SupersededShown int     `json:"superseded_shown"`
+	SupersededKept  float64 `json:"superseded_kept"`
+	// ExcerptBytes counts the excerpt bytes of the evidence messages after
+	// the last turn, MessageBytes their content's bytes, and ExcerptShare
+	// their ratio: how much of what a model reads is quoted text.
+	ExcerptBytes int     `json:"excerpt_bytes"`
+	MessageBytes int     `json:"message_bytes"`
+	ExcerptShare float64 `json:"excerpt_share"`
 	// ProbeFacts counts the facts of probes, ProbeHits those found in the
 	// evidence served for their request; ProbeRecall is their ratio (1 when
 	// there are no probes).
@@ -112,6 +124,8 @@ type FixtureReport struct {
 	Facts []FactResult `json:"facts"`
 	// Probes are the probes and the facts each missed.
 	Probes []ProbeResult `json:"probes"`
+	// Corrected are the corrected facts still shown after the last turn.
+	Corrected []Correction `json:"corrected"`
 	// Leaks are the forbidden markers found, each once, at its first turn.
 	Leaks []Leak `json:"leaks"`
 	// Problems describe invalid or oversized messages and inconsistencies,
@@ -203,6 +217,10 @@ func (s *Score) add(o *Score) {
 	s.Retained += o.Retained
 	s.LongRequired += o.LongRequired
 	s.LongRetained += o.LongRetained
+	s.Superseded += o.Superseded
+	s.SupersededShown += o.SupersededShown
+	s.ExcerptBytes += o.ExcerptBytes
+	s.MessageBytes += o.MessageBytes
 	s.ProbeFacts += o.ProbeFacts
 	s.ProbeHits += o.ProbeHits
 	s.Bucketed += o.Bucketed
@@ -233,6 +251,14 @@ func (s *Score) finish() {
 	s.Retention = ratio(s.Retained, s.Required)
 	s.LongRetention = ratio(s.LongRetained, s.LongRequired)
 	s.ProbeRecall = ratio(s.ProbeHits, s.ProbeFacts)
+	s.SupersededKept = 0
+	if s.Superseded > 0 {
+		s.SupersededKept = float64(s.SupersededShown) / float64(s.Superseded)
+	}
+	s.ExcerptShare = 0
+	if s.MessageBytes > 0 {
+		s.ExcerptShare = float64(s.ExcerptBytes) / float64(s.MessageBytes)
+	}
 	if s.EvidenceTokens > 0 {
 		s.Compression = float64(s.HistoryTokens) / float64(s.EvidenceTokens)
 	}
@@ -242,7 +268,7 @@ func (s *Score) finish() {
 }
 
 func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) (FixtureReport, error) {
-	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Probes: []ProbeResult{}, Leaks: []Leak{}}
+	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Probes: []ProbeResult{}, Corrected: []Correction{}, Leaks: []Leak{}}
 	convs := f.convs
 	if convs == nil {
 		var err error
@@ -354,6 +380,13 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 			}
 		}
 		fr.Facts = append(fr.Facts, facts...)
+		for _, sc := range c.superseded {
+			fr.Superseded++
+			if _, ok := findFact(&st, sc.Text); ok {
+				fr.SupersededShown++
+				fr.Corrected = append(fr.Corrected, sc)
+			}
+		}
 		for _, l := range leaked {
 			if l {
 				fr.Leakage++
@@ -372,6 +405,12 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 		fr.OmittedEntries += st.OmittedEntries
 		if msg := evidence.Render(&st); msg != nil {
 			fr.EvidenceTokens += evidence.EstimateTokens(len(msg.Content))
+			fr.MessageBytes += len(msg.Content)
+			for b := range evidence.Bucket(len(bucketNames)) {
+				for _, e := range *st.Buckets.Get(b) {
+					fr.ExcerptBytes += len(e.Excerpt)
+				}
+			}
 		}
 		fr.HistoryTokens += HistoryTokens(c.messages[:st.Cursor])
 	}

@@ -33,6 +33,9 @@ type Fixture struct {
 	// Forbidden are strings that must never appear in the evidence of any
 	// conversation of the fixture, branches included, at any turn.
 	Forbidden []Marker `json:"forbidden"`
+	// Superseded are facts corrected later in the conversation: once the
+	// correction is summarised, the old text should no longer be shown.
+	Superseded []Correction `json:"superseded,omitempty"`
 	// Probes are requests of the conversation that depend on older facts:
 	// the evidence served for each must hold them.
 	Probes []Probe `json:"probes,omitempty"`
@@ -74,6 +77,14 @@ type Probe struct {
 	Facts []string `json:"facts"`
 	// Why says what the request depends on.
 	Why string `json:"why,omitempty"`
+}
+
+// Correction is a fact that a later statement corrects ("8 buses" → "we
+// need 11 buses instead of 8"). Text and By are substrings of evidential
+// text (as Fact.Text is), By in a later message than Text.
+type Correction struct {
+	Text string `json:"text"`
+	By   string `json:"by"`
 }
 
 // Fact is a required fact: Text is a substring of a summarised user or
@@ -129,9 +140,10 @@ type conversation struct {
 	key       string
 	messages  []evidence.Message
 	raws      []json.RawMessage
-	required  []Fact
-	forbidden []Marker
-	probes    []probe
+	required   []Fact
+	superseded []Correction
+	forbidden  []Marker
+	probes     []probe
 }
 
 // probe is a Probe with its request resolved.
@@ -204,7 +216,7 @@ func (f *Fixture) conversations() ([]conversation, error) {
 	if f.UserID == "" || f.ConversationID == "" {
 		return fail("user_id and conversation_id are required")
 	}
-	convs := []conversation{{key: f.ConversationID, raws: f.Messages, required: f.Required, forbidden: f.Forbidden}}
+	convs := []conversation{{key: f.ConversationID, raws: f.Messages, required: f.Required, superseded: f.Superseded, forbidden: f.Forbidden}}
 	probes := [][]Probe{f.Probes}
 	seen := map[string]bool{f.ConversationID: true}
 	for i, b := range f.Branches {
@@ -249,6 +261,22 @@ func (f *Fixture) conversations() ([]conversation, error) {
 			}
 			if !evidentialHas(msgs[:last], r.Text) {
 				return fail("%s: required %q is not in the text of a user or assistant chat message before the last request", c.key, r.Text)
+			}
+		}
+		for _, sc := range c.superseded {
+			if sc.Text == "" || sc.By == "" {
+				return fail("%s: superseded: text and by are required", c.key)
+			}
+			at := firstEvidential(msgs[:last], sc.Text)
+			if at < 0 {
+				return fail("%s: superseded %q is not in the text of a user or assistant chat message before the last request", c.key, sc.Text)
+			}
+			by := firstEvidential(msgs[:last], sc.By)
+			if by < 0 {
+				return fail("%s: superseded %q: by %q is not in the text of a user or assistant chat message before the last request", c.key, sc.Text, sc.By)
+			}
+			if by <= at {
+				return fail("%s: superseded %q: by %q comes at message %d, not after the text it corrects (message %d)", c.key, sc.Text, sc.By, by, at)
 			}
 		}
 		for pi, p := range probes[ci] {
@@ -325,6 +353,17 @@ func evidentialHas(msgs []evidence.Message, text string) bool {
 		}
 	}
 	return false
+}
+
+// firstEvidential returns the index of the first message the fold may keep
+// whose text holds text, or -1.
+func firstEvidential(msgs []evidence.Message, text string) int {
+	for i := range msgs {
+		if msgs[i].Evidential() && strings.Contains(msgs[i].Text, text) {
+			return i
+		}
+	}
+	return -1
 }
 
 func anyContains(list []string, s string) bool {
