@@ -201,6 +201,9 @@ func TestScoreContractFold(t *testing.T) {
 		FoldedMessages: 6, OmittedEntries: 0,
 		EvidenceTokens:    got.EvidenceTokens,
 		MaxEvidenceTokens: got.EvidenceTokens,
+		ExcerptBytes:      len("We must ship by Friday.") + len("Agreed: we'll use Postgres."),
+		MessageBytes:      got.MessageBytes,
+		ExcerptShare:      float64(len("We must ship by Friday.")+len("Agreed: we'll use Postgres.")) / float64(got.MessageBytes),
 		// System, user, tool call, tool output and assistant text count;
 		// the thinking message and the artifact do not.
 		HistoryTokens: evidence.EstimateTokens(len("SECRET-PROMPT")) + evidence.EstimateTokens(len("We must ship by Friday.")) +

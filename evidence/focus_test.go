@@ -127,8 +127,12 @@ func TestFocusEntries(t *testing.T) {
 		t.Errorf("view shows %d entries, omits %d; want 4 and 0", s.Buckets.Len(), s.OmittedEntries)
 	}
 	msg := Render(&s)
-	if !json.Valid([]byte(msg.Content)) || !strings.Contains(msg.Content, `"span":[10,33]`) {
-		t.Errorf("rendered message lacks the span or is not JSON: %s", msg.Content)
+	if !json.Valid([]byte(msg.Content)) || !strings.Contains(msg.Content, `"user #0: We must ship by Friday."`) ||
+		strings.Contains(msg.Content, `"span"`) || strings.Contains(msg.Content, "m0") {
+		t.Errorf("rendered message is not JSON, lacks a model line, or carries ids or spans: %s", msg.Content)
+	}
+	if want := `"user #0: ` + items[2].Excerpt + `…"`; !strings.Contains(msg.Content, want) {
+		t.Errorf("the cut line lacks its mark: %s", msg.Content)
 	}
 }
 

@@ -206,7 +206,7 @@ func (s *State) Summarise(msgs []Message, prefix Digest, request *Message, cfg *
 		if s.Buckets.Constraints == nil {
 			s.Buckets = s.Buckets.clone()
 		}
-		size := newEnvelopeSize(&s.Buckets)
+		size := newEnvelopeSize(&s.Buckets, false)
 		for i := range msgs {
 			s.add(&msgs[i], s.Cursor+i, &c, &size)
 		}

@@ -132,7 +132,7 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 	// large as it can be), each entry's, and a comma between two entries of
 	// a bucket.
 	var empty Buckets
-	size := newEnvelopeSize(&empty)
+	size := newEnvelopeSize(&empty, true)
 	maxBytes := 3 * (maxTokens - 4)
 	base := size.total(c.Total, &empty)
 	used, entryBudget := base, maxBytes-base
@@ -157,7 +157,7 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 	costOf := func(it *Item) int {
 		n, ok := costs[it]
 		if !ok {
-			n = entryLen(&it.Entry)
+			n = modelLineLen(&it.Entry)
 			costs[it] = n
 		}
 		return n
@@ -313,7 +313,7 @@ func rankRelevant(c *Candidates, q *Query) []*Item {
 func RenderView(shown []Shown, omitted, maxTokens int) *EvidenceMessage {
 	var bs Buckets
 	bs = bs.clone()
-	size := newEnvelopeSize(&bs)
+	size := newEnvelopeSize(&bs, true)
 	total := omitted + len(shown)
 	maxBytes := 3 * (maxTokens - 4)
 	n := 0
@@ -337,5 +337,5 @@ func RenderView(shown []Shown, omitted, maxTokens int) *EvidenceMessage {
 			return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Span[0], y.Span[0]))
 		})
 	}
-	return &EvidenceMessage{Role: RoleAssistant, Content: string(appendEnvelope(nil, total-n, &bs))}
+	return &EvidenceMessage{Role: RoleAssistant, Content: string(appendEnvelopeAs(nil, total-n, &bs, true))}
 }
