@@ -137,9 +137,9 @@ func (m *Marker) UnmarshalJSON(b []byte) error {
 
 // conversation is one keyed history of a fixture, decoded.
 type conversation struct {
-	key       string
-	messages  []evidence.Message
-	raws      []json.RawMessage
+	key        string
+	messages   []evidence.Message
+	raws       []json.RawMessage
 	required   []Fact
 	superseded []Correction
 	forbidden  []Marker
