@@ -7,24 +7,23 @@ import (
 	"unicode/utf8"
 )
 
-// Tier ranks an archive entry by who wrote it and what it says. The focus
-// view draws on the tiers in this order; within a tier, entries that name
-// more specific things (Item.Weight) come first.
+// Tier ranks an archive entry by who wrote it and how much it looks like
+// a fact (salience.go). The store finds the candidates of a view tier by
+// tier; the view orders the user's tiers together, by weight.
 type Tier int
 
 const (
-	// TierUserKey: the user's constraints and decisions, and corrections
-	// ("actually, make it 150").
+	// TierUserKey: the user's statements that score highest, such as "We
+	// must never take billing offline before 9 in March."
 	TierUserKey Tier = iota
-	// TierUserFact: the user's open work, and statements that name
-	// something specific (a number, a name, a day), such as "The venue holds
-	// 120 people."
+	// TierUserFact: the user's statements that score next, such as
+	// "Actually, make it 150 people."
 	TierUserFact
 	// TierUserStatement: the user's other statements (neither questions,
-	// requests nor acknowledgements).
+	// requests nor acknowledgements), such as "The venue holds 120 people."
 	TierUserStatement
-	// TierAssistantRule: the assistant's constraints, decisions and open
-	// work.
+	// TierAssistantRule: the assistant's constraints, decisions, open work
+	// and proposals, and its statements that score highest.
 	TierAssistantRule
 	// TierContext: everything else.
 	TierContext
@@ -38,9 +37,8 @@ type Item struct {
 	Bucket Bucket
 	// Tier ranks the entry for the view.
 	Tier Tier
-	// Weight counts the specific things the entry names (numbers, names,
-	// acronyms, days and months; see weight), at most MaxWeight: within a
-	// tier, heavier entries are shown first.
+	// Weight is how much the entry looks like a fact for the room it takes
+	// (salience.go), at most MaxWeight: heavier entries are shown first.
 	Weight int
 	// Key is the restatement key: an item with the same key replaces it.
 	Key string
@@ -69,6 +67,7 @@ func ExtractItems(msgs []Message, from int, cfg *Config) []Item {
 		if !m.Evidential() {
 			continue
 		}
+		first := len(items)
 		for _, sp := range Segment(m.Text) {
 			excerpt, truncated := Excerpt(m.Text[sp[0]:sp[1]], c.MaxExcerptBytes)
 			if excerpt == "" {
@@ -79,86 +78,13 @@ func ExtractItems(msgs []Message, from int, cfg *Config) []Item {
 				Entry: Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: from + i,
 					Excerpt: strings.Clone(excerpt), Truncated: truncated, Span: Span{sp[0], sp[0] + len(excerpt)}},
 				Bucket: b,
-				Tier:   tierOf(m.Role, b, excerpt),
-				Weight: weight(excerpt),
 				Key:    restatementKey(excerpt),
 				Terms:  Terms(excerpt),
 			})
 		}
+		scoreItems(items[first:])
 	}
 	return items
-}
-
-// tierOf ranks an entry.
-func tierOf(role Role, b Bucket, text string) Tier {
-	switch role {
-	case RoleUser:
-		if !statement(text) {
-			return TierContext
-		}
-		switch {
-		case b == Constraints || b == Decisions || correction(text):
-			return TierUserKey
-		case b == OpenWork || weight(text) > 0:
-			return TierUserFact
-		}
-		return TierUserStatement
-	case RoleAssistant:
-		if b != RecentContext {
-			return TierAssistantRule
-		}
-	}
-	return TierContext
-}
-
-// MaxWeight bounds Item.Weight.
-const MaxWeight = 4
-
-// weight counts the specific things text names, at most MaxWeight: words
-// with a digit, acronyms, capitalised words that do not open the sentence
-// (names; "I" and its contractions aside), and days and months. Text in a
-// script without spaces (and so without capitals to find names by) weighs
-// at least 1.
-func weight(text string) int {
-	n, first, unspacedText := 0, true, false
-	for i := 0; i < len(text) && n < MaxWeight; {
-		start, end := nextWord(text, i)
-		if start < 0 {
-			break
-		}
-		i = end
-		w := text[start:end]
-		if hasUnspaced(w) {
-			// No spaces, no capitals: count the runs of digits and of
-			// Latin capitals ("3800个SKU" names two things).
-			unspacedText = true
-			n += specificRuns(w)
-			first = false
-			continue
-		}
-		upper, digit := 0, false
-		for _, r := range w {
-			switch {
-			case unicode.IsDigit(r):
-				digit = true
-			case unicode.IsUpper(r):
-				upper++
-			}
-		}
-		r, _ := utf8.DecodeRuneInString(w)
-		switch {
-		case digit,
-			upper >= 2 && upper == utf8.RuneCountInString(w), // "EU", "SAP"
-			!first && unicode.IsUpper(r) && !pronounI(w),
-			calendarWords[normaliseWord(w)]:
-			n++
-		}
-		first = false
-	}
-	if unspacedText {
-		n = max(n, 1)
-	}
-	return min(n, MaxWeight)
 }
 
 // specificRuns counts the runs of digits, and of two or more capitals, in
@@ -221,8 +147,7 @@ maandag dinsdag woensdag donderdag vrijdag zaterdag zondag januari februari maar
 // request ("please …") nor only acknowledgement words ("Thanks, sounds
 // good!").
 func statement(text string) bool {
-	t := strings.TrimRightFunc(text, isCloser)
-	if strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？") {
+	if question(text) {
 		return false
 	}
 	words := splitWords(text, nil)
@@ -261,6 +186,13 @@ func correction(text string) bool {
 		if correctionWords[w] {
 			return true
 		}
+		if hasUnspaced(w) {
+			for _, c := range unspacedCorrections {
+				if strings.Contains(w, c) {
+					return true
+				}
+			}
+		}
 		if i+1 < len(words) && correctionPhrases[w+" "+words[i+1]] {
 			return true
 		}
@@ -270,14 +202,27 @@ func correction(text string) bool {
 
 var correctionWords = func() map[string]bool {
 	m := make(map[string]bool)
-	for _, w := range strings.Fields(`actually instead correction revised moved postponed rescheduled replaced
-stattdessen korrektur verschoben plutôt finalement reporté cambiado aplazado`) {
+	for _, w := range strings.Fields(`actually instead correction revised moved postponed rescheduled replaced slips slipped pushed changed update updated
+stattdessen statt anstatt korrektur verschoben verschieben rutschen geändert
+plutôt finalement reporté décalé changé
+cambiado aplazado cambiamos movemos pasamos
+invece spostato spostiamo cambiato diventa
+alterado mudamos mudou adiado
+verplaatst veranderd
+istället flyttar flyttat ändrat
+yerine kaydıralım kaydırdık değişti
+вместо переносим перенесли изменили`) {
 		m[w] = true
 	}
 	return m
 }()
 
-var correctionPhrases = map[string]bool{"no longer": true, "not anymore": true, "make it": true, "rather than": true, "nicht mehr": true, "plus de": true, "ya no": true}
+var correctionPhrases = map[string]bool{"no longer": true, "not anymore": true, "make it": true, "rather than": true, "nicht mehr": true, "plus de": true, "ya no": true,
+	"au lieu": true, "en lugar": true, "en vez": true, "em vez": true, "in plaats": true}
+
+// unspacedCorrections are correction cues of Japanese, Chinese and Korean,
+// found inside unspaced words ("改成", "に変更").
+var unspacedCorrections = []string{"改成", "改为", "改為", "改到", "换成", "換成", "砍到", "变更", "變更", "に変更", "変更", "取り消し", "대신", "변경", "바꿔", "옮겨"}
 
 var ackWords = func() map[string]bool {
 	m := make(map[string]bool)
@@ -384,7 +329,7 @@ type Candidates struct {
 // The bounds of a candidate selection.
 const (
 	// CandidateLimit bounds Candidates.Recent and each of Candidates.Tiers.
-	CandidateLimit = 64
+	CandidateLimit = 128
 	// RelevantLimit bounds the candidates that share a term with the
 	// request, WindowLimit those that share one with the window only.
 	RelevantLimit = 192

@@ -142,10 +142,27 @@ var defaultClassifier = NewClassifier(DefaultKeywords)
 var FocusKeywords = func() [3][]string {
 	k := DefaultKeywords
 	k[Constraints] = append(append([]string(nil), k[Constraints]...), "dont", "cant", "mustnt", "may not")
+	k[Constraints] = append(k[Constraints], limitWords...)
 	return k
 }()
 
 var focusClassifier = NewClassifier(FocusKeywords)
+
+// limitWords name a limit or an obligation ("max 9 000 kr per person",
+// "has to follow the old one", "el pedido mínimo es de 20 kilos"); the focus
+// profile files them as constraints.
+var limitWords = []string{
+	"max", "maximum", "min", "minimum", "limit", "budget", "has to", "have to", "needs to",
+	"maximal", "minimal", "höchstgrenze", "obergrenze",
+	"maximale", "minimale", "plafond",
+	"máximo", "mínimo", "tope", "presupuesto", "tiene que", "tienen que", "tengo que", "hay que",
+	"massimo", "minimo", "tetto",
+	"teto", "orçamento", "tem que", "têm que",
+	"maximaal", "minimaal",
+	"högst", "minst", "måste",
+	"en fazla", "en az", "bütçe", "lazım", "gerek",
+	"максимум", "минимум", "не больше", "не меньше", "бюджет", "нужно", "надо", "должен", "должны",
+}
 
 // Classify returns the first bucket, in bucket order, that has a keyword
 // anywhere in text; RecentContext when none has.

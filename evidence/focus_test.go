@@ -66,32 +66,70 @@ func TestTerms(t *testing.T) {
 func TestTiers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		role       Role
-		text       string
-		want       Tier
-		wantWeight int
+		role Role
+		text string
+		want Tier
 	}{
-		{RoleUser, "We must never take billing offline before 9 in March.", TierUserKey, 2},
-		{RoleUser, "Actually, make it 150 people.", TierUserKey, 1},
-		{RoleUser, "We must never take billing offline.", TierUserKey, 0},
-		{RoleUser, "Please draft section 4 of the report.", TierContext, 1},
-		{RoleUser, "The venue holds 120 people.", TierUserFact, 1},
-		{RoleUser, "Kemal owns the agenda; Lea owns logistics.", TierUserFact, 1},
-		{RoleUser, "we're closed mondays btw", TierUserFact, 1},
-		{RoleUser, "their ERP is SAP S/4HANA on premise", TierUserFact, 4},
-		{RoleUser, "我们店一共有3800个SKU", TierUserFact, 2},
-		{RoleUser, "客服是小林负责的", TierUserFact, 1},
-		{RoleUser, "I think it went well.", TierUserStatement, 0},
-		{RoleUser, "How do we include the people who can't travel?", TierContext, 0},
-		{RoleUser, "Thanks, sounds good!", TierContext, 0},
-		{RoleAssistant, "We agreed on Postgres.", TierAssistantRule, 1},
-		{RoleAssistant, "The hall has two projectors.", TierContext, 0},
+		{RoleUser, "We must never take billing offline before 9 in March.", TierUserKey},
+		{RoleUser, "Actually, make it 150 people.", TierUserFact},
+		{RoleUser, "their ERP is SAP S/4HANA on premise", TierUserFact},
+		{RoleUser, "The venue holds 120 people.", TierUserStatement},
+		{RoleUser, "Kemal owns the agenda; Lea owns logistics.", TierUserStatement},
+		{RoleUser, "我们店一共有3800个SKU", TierUserFact},
+		{RoleUser, "we're closed mondays btw", TierUserStatement},
+		{RoleUser, "I think it went well.", TierUserStatement},
+		{RoleUser, "Please draft section 4 of the report.", TierContext},
+		{RoleUser, "How do we include the people who can't travel?", TierContext},
+		{RoleUser, "what do i write on the menu board", TierContext},
+		{RoleUser, "Thanks, sounds good!", TierContext},
+		{RoleAssistant, "We agreed on Postgres.", TierAssistantRule},
+		{RoleAssistant, "My recommendation: use the regular method at 20% business use.", TierAssistantRule},
+		{RoleAssistant, "The hall has two projectors.", TierContext},
 	}
 	for _, tt := range tests {
-		b := defaultClassifier.Classify(tt.text)
-		if got, w := tierOf(tt.role, b, tt.text), weight(tt.text); got != tt.want || w != tt.wantWeight {
-			t.Errorf("%s %q: tier %d, weight %d; want %d, %d", tt.role, tt.text, got, w, tt.want, tt.wantWeight)
+		items := []Item{{Entry: Entry{Role: tt.role, Excerpt: tt.text}, Bucket: focusClassifier.Classify(tt.text)}}
+		scoreItems(items)
+		if got := items[0].Tier; got != tt.want {
+			t.Errorf("%s %q: tier %d, want %d (weight %d)", tt.role, tt.text, got, tt.want, items[0].Weight)
 		}
+	}
+}
+
+// TestWeights checks the order salience puts sentences in: a sentence that
+// names specific things before one that names none, a statement before the
+// same words asked, and the second-best line of a message below its best.
+func TestWeights(t *testing.T) {
+	t.Parallel()
+	weight := func(role Role, texts ...string) []int {
+		items := make([]Item, len(texts))
+		for i, text := range texts {
+			items[i] = Item{Entry: Entry{Role: role, Excerpt: text}, Bucket: focusClassifier.Classify(text)}
+		}
+		scoreItems(items)
+		w := make([]int, len(items))
+		for i := range items {
+			w[i] = items[i].Weight
+		}
+		return w
+	}
+	heavier := [][2]string{
+		{"The retention team can handle 2,000 users a month.", "The retention team can handle a lot of users."},
+		{"Marta needs the list every Monday by 9am.", "Marta needs the list every Monday by 9am?"},
+		{"landlord said no drilling in the flat", "landlord said something about the flat"},
+		{"Die Volunteers koordiniert Deniz Aydın.", "Kannst du Deniz Aydın eine Nachricht schreiben."},
+		{"Budget is 4k.", "Budget is 4k for the whole thing, and I will also need to think about a lot of other things."},
+	}
+	for _, p := range heavier {
+		a, b := weight(RoleUser, p[0])[0], weight(RoleUser, p[1])[0]
+		if a <= b {
+			t.Errorf("weight(%q) = %d, not above weight(%q) = %d", p[0], a, p[1], b)
+		}
+	}
+	// Three lines of one message that weigh the same alone: each better one
+	// costs the next.
+	w := weight(RoleUser, "- 2x Fender Twin Reverb", "- 2x Fender Twin Reverb.", "- 2x Fender Twin Reverb!")
+	if !(w[0] > w[1] && w[1] > w[2]) {
+		t.Errorf("weights of equal lines of one message = %v, want falling", w)
 	}
 }
 

@@ -88,32 +88,23 @@ type Shown struct {
 
 // The view's classes, in order of precedence, and the share of the entry
 // budget each may take before the others had theirs (what is left then
-// goes to the classes in this order). The offline evaluation's development
-// set chose the order and the shares: the user's own statements before the
-// entries relevant to the request kept 93 of 96 required facts and every
-// probe's facts on its first 17 fixtures, against 85 and 42 of 49 with
-// relevance second; on all 22, 70% of the budget for the user's key
-// statements and facts kept 125 of 137 and showed 89 of 97 probe facts,
-// against 123 and 84 with 60%.
+// goes to the classes in this order). The offline evaluation chose the
+// order and the shares (eval/README.md).
 type viewClass int
 
 const (
-	classUserKey viewClass = iota
-	classUserFacts
+	classUser viewClass = iota
 	classRelevant
-	classUserStatements
-	classAssistantRules
+	classAssistant
 	classRecent
 	numClasses
 )
 
 var classShare = [numClasses]float64{
-	classUserKey:        0.35,
-	classUserFacts:      0.35,
-	classRelevant:       0.15,
-	classUserStatements: 0.05,
-	classAssistantRules: 0.05,
-	classRecent:         0.05,
+	classUser:      0.85,
+	classRelevant:  0.10,
+	classAssistant: 0.10,
+	classRecent:    0.05,
 }
 
 // SelectView chooses the view for query q from the candidates c, within
@@ -121,12 +112,16 @@ var classShare = [numClasses]float64{
 // its arguments alone.
 func SelectView(c *Candidates, q *Query, maxTokens int) View {
 	var classes [numClasses][]*Item
-	classes[classUserKey] = alternateEnds(c.Tiers[TierUserKey])
-	classes[classUserFacts] = alternateEnds(c.Tiers[TierUserFact])
+	classes[classUser] = bySalience(c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
 	classes[classRelevant] = rankRelevant(c, q)
-	classes[classUserStatements] = alternateEnds(c.Tiers[TierUserStatement])
-	classes[classAssistantRules] = alternateEnds(c.Tiers[TierAssistantRule])
+	classes[classAssistant] = bySalience(c.Tiers[TierAssistantRule])
 	classes[classRecent] = pointers(c.Recent)
+	// What a newer candidate corrects is not shown.
+	var all []*Item
+	for cl := range numClasses {
+		all = append(all, classes[cl]...)
+	}
+	gone := superseded(uniqueItems(all))
 
 	// The rendered size is the empty envelope's (with omitted_entries as
 	// large as it can be), each entry's, and a comma between two entries of
@@ -144,7 +139,7 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 		if count[it.Bucket] > 0 {
 			cost++ // the comma
 		}
-		if shown[k] || used+cost > maxBytes {
+		if shown[k] || gone[k] || used+cost > maxBytes {
 			return false
 		}
 		shown[k] = true
@@ -194,6 +189,23 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 	return View{Shown: order, Buckets: bs, OmittedEntries: c.Total - len(order)}
 }
 
+// uniqueItems returns items without repeats of an entry, in history order.
+func uniqueItems(items []*Item) []*Item {
+	seen := make(map[windowKey]bool, len(items))
+	out := make([]*Item, 0, len(items))
+	for _, it := range items {
+		k := windowKey{it.Index, it.Span[0]}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, it)
+		}
+	}
+	slices.SortFunc(out, func(x, y *Item) int {
+		return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Span[0], y.Span[0]))
+	})
+	return out
+}
+
 func pointers(items []Item) []*Item {
 	out := make([]*Item, len(items))
 	for i := range items {
@@ -202,29 +214,25 @@ func pointers(items []Item) []*Item {
 	return out
 }
 
-// alternateEnds orders a tier's candidates (oldest first, as Candidates
-// holds them) heaviest first and, among equally heavy ones, from both ends
-// of the history towards its middle: the oldest, the newest, the second
-// oldest, the second newest, … A conversation's first statements set it up
-// and its newest are what it is about now.
-func alternateEnds(items []Item) []*Item {
-	n := len(items)
-	rank := make([]int, n)
-	for lo, hi, r := 0, n-1, 0; lo <= hi; lo, hi = lo+1, hi-1 {
-		rank[lo], rank[hi] = r, r+1
-		r += 2
+// bySalience orders the candidates of tiers by weight (their salience for
+// the room they take), the oldest first among equals.
+func bySalience(tiers ...[]Item) []*Item {
+	var out []*Item
+	for _, t := range tiers {
+		out = append(out, pointers(t)...)
 	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int {
-		return cmp.Or(items[y].Weight-items[x].Weight, rank[x]-rank[y])
+	slices.SortStableFunc(out, func(x, y *Item) int {
+		if c := cmp.Compare(y.Weight, x.Weight); c != 0 {
+			return c
+		}
+		if x.Newer(y) {
+			return 1
+		}
+		if y.Newer(x) {
+			return -1
+		}
+		return 0
 	})
-	out := make([]*Item, n)
-	for i, j := range order {
-		out[i] = &items[j]
-	}
 	return out
 }
 
@@ -232,6 +240,10 @@ func alternateEnds(items []Item) []*Item {
 // window by how well they match the request, then the window: for each, the
 // sum over shared terms of the term's rarity among the candidates
 // (log(1 + total/df)); best first, newer first on ties.
+// relevantWeightScale: a relevant candidate's score grows by its weight
+// over this, so that a relevant fact goes before relevant chatter.
+const relevantWeightScale = 200.0
+
 func rankRelevant(c *Candidates, q *Query) []*Item {
 	// Each query term has a slot: the request's 1 to len(q.request), the
 	// window's after them; 0 is none. One lookup per term of an item.
@@ -283,6 +295,10 @@ func rankRelevant(c *Candidates, q *Query) []*Item {
 			}
 		}
 		if sc.request > 0 || sc.window > 0 {
+			// A relevant fact before relevant chatter.
+			f := 1 + float64(it.Weight)/relevantWeightScale
+			sc.request *= f
+			sc.window *= f
 			ss = append(ss, sc)
 		}
 	}

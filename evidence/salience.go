@@ -1,0 +1,375 @@
+package evidence
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// What a fact looks like. The focus view shows first the sentences of a
+// conversation that look most like facts: a user's statement that names
+// specific things (amounts, dates, times, names, versions, identifiers),
+// states a rule, a decision or open work, or corrects what was said before.
+// Questions, requests to the assistant, acknowledgements and lines of
+// pasted documents weigh less. The weights were chosen on the development
+// fixtures and on long conversations written outside the project
+// (eval/README.md).
+
+// The salience score's parts.
+const (
+	// specificPoints is what each specific thing a sentence names adds,
+	// the first most: a sentence that names one thing is a fact, one that
+	// names ten is a table row.
+	specificPoints0 = 12
+	// specificStep: each further specific thing adds this much less, down
+	// to 2.
+	specificStep = 3
+	// keywordPoints: a constraint or decision keyword; openWorkPoints: an
+	// open-work one.
+	keywordPoints  = 8
+	openWorkPoints = 6
+	// correctionPoints: a cue that it revises something said before.
+	correctionPoints = 10
+	// negationPoints: a negation ("no drilling", "doesn't eat meat") states
+	// a limit or a preference.
+	negationPoints = 6
+	// questionPenalty: a question or a request to the assistant.
+	questionPenalty = 14
+	// addressPenalty: a sentence that talks to the assistant ("can you…",
+	// "kannst du…") is about the work, not the world.
+	addressPenalty = 6
+	// bytesPerPoint: every this many bytes cost a point, as they cost
+	// room in the message.
+	bytesPerPoint = 50
+	// perRankPenalty: each better sentence of the same message costs a
+	// sentence this much, so that one pasted document does not fill the
+	// view.
+	perRankPenalty = 3
+	// freeRanks: the best this many sentences of a message cost the next
+	// nothing.
+	freeRanks = 0
+)
+
+// densityScale and densityFrame turn a score into a weight: the score per
+// densityScale bytes of excerpt, each excerpt counted densityFrame bytes
+// longer (a short sentence is not free).
+const (
+	densityScale = 10000
+	densityFrame = 1000
+)
+
+// The score bands of the user's tiers.
+const (
+	keyScore  = 30
+	factScore = 16
+)
+
+// MaxWeight bounds Item.Weight.
+const MaxWeight = 10000
+
+// scoreItems sets the tier and weight of the items of one message, which
+// are all of its items: a sentence's own salience, less perRankPenalty for
+// each sentence of the message that scores better.
+func scoreItems(items []Item) {
+	order := make([]int, len(items))
+	scores := make([]int, len(items))
+	for i := range items {
+		order[i] = i
+		scores[i] = salience(items[i].Role, items[i].Bucket, items[i].Excerpt)
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
+	for rank, i := range order {
+		s := scores[i] - perRankPenalty*max(0, rank-freeRanks)
+		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s)
+		// The weight is the score for the room the entry takes.
+		items[i].Weight = max(0, min(MaxWeight, s*densityScale/(len(items[i].Excerpt)+densityFrame)))
+	}
+}
+
+// tierOf ranks an entry by its role, bucket and score.
+func tierOf(role Role, b Bucket, text string, score int) Tier {
+	switch role {
+	case RoleUser:
+		st := statement(text)
+		switch {
+		case st && score >= keyScore:
+			return TierUserKey
+		case st && score >= factScore:
+			return TierUserFact
+		case st, score >= keyScore:
+			return TierUserStatement
+		}
+	case RoleAssistant:
+		if b != RecentContext || score >= keyScore || proposing(text) {
+			return TierAssistantRule
+		}
+	}
+	return TierContext
+}
+
+// salience scores how much text, one sentence, looks like a fact worth
+// keeping.
+func salience(role Role, b Bucket, text string) int {
+	n := specifics(text)
+	s := 0
+	for i, p := 0, specificPoints0; i < n; i++ {
+		s += p
+		p = max(2, p-specificStep)
+	}
+	switch b {
+	case Constraints, Decisions:
+		s += keywordPoints
+	case OpenWork:
+		s += openWorkPoints
+	}
+	if correction(text) {
+		s += correctionPoints
+	}
+	if negated(text) {
+		s += negationPoints
+	}
+	if role == RoleAssistant && proposing(text) {
+		s += keywordPoints
+	}
+	if role == RoleUser {
+		if question(text) || requesting(text) {
+			s -= questionPenalty
+		}
+		if addressesAssistant(text) {
+			s -= addressPenalty
+		}
+	}
+	if header(text) {
+		s -= 2 * specificPoints0
+	}
+	return s - len(text)/bytesPerPoint
+}
+
+// question reports whether text asks something: it ends with a question
+// mark, or (as people who type fast write) opens with a question word.
+func question(text string) bool {
+	t := strings.TrimRightFunc(text, isCloser)
+	if strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？") {
+		return true
+	}
+	start, end := nextWord(text, 0)
+	return start >= 0 && questionWords[normaliseWord(text[start:end])]
+}
+
+// questionWords open a question in the languages the keywords cover.
+var questionWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`what whats what's how who whom whose when where why which should shall is are does did can could would will
+was wie wer wann wo warum welche welcher soll sollen kann können
+que quoi comment qui quand où pourquoi quel quelle est-ce
+qué cómo quién cuándo dónde cuál
+cosa come chi quando dove perché quale
+quem onde qual
+wat hoe wanneer waar waarom welke
+vad hur vem när var varför vilken
+nasıl kim nerede neden hangi
+что как кто когда где почему какой`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// requesting reports whether text holds a word of requestWords.
+func requesting(text string) bool {
+	for _, w := range splitWords(text, nil) {
+		if requestWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// addressesAssistant reports whether text speaks to the assistant: a
+// second-person pronoun of one of the languages the keywords cover.
+func addressesAssistant(text string) bool {
+	for _, w := range splitWords(text, nil) {
+		if secondPerson[w] {
+			return true
+		}
+	}
+	return false
+}
+
+var secondPerson = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`you you'll you're you've your can't
+du dich dir dein deine kannst könntest
+tu vous ton ta tes votre pourrais pourriez peux
+usted puedes podrías
+puoi potresti
+você podes
+jij je kun kunt jouw
+sen sana senin
+ты вы тебя вас можешь
+du dig kan`) {
+		m[w] = true
+	}
+	delete(m, "can't")
+	delete(m, "kan")
+	delete(m, "je") // also French "I"
+	return m
+}()
+
+// negated reports whether text holds a negation word, or in text written
+// without spaces a negative form.
+func negated(text string) bool {
+	for _, w := range splitWords(text, nil) {
+		if negationWords[w] {
+			return true
+		}
+		if hasUnspaced(w) {
+			for _, n := range unspacedNegations {
+				if strings.Contains(w, n) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var negationWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`no not never nothing none nobody don't doesn't didn't isn't aren't won't can't cannot dont doesnt cant wont isnt without
+nicht kein keine keinen nie nichts ohne
+pas ne jamais rien aucun aucune sans
+no nunca nada ningún ninguna sin
+non mai niente nessun nessuna senza
+não nunca nada nenhum nenhuma sem
+niet geen nooit niets zonder
+inte ingen inget aldrig utan
+değil yok hiç asla olmaz
+не нет никогда ничего без
+नहीं ना मत
+nahi nahin mat
+안 못 없어요 없다 않아요`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// unspacedNegations are negative forms of Japanese, Chinese and Korean,
+// found inside unspaced words.
+var unspacedNegations = []string{"ない", "ません", "不", "沒", "没", "別", "别", "없", "않", "못"}
+
+// proposing reports whether text proposes something (an assistant's
+// "I'd suggest …" that the user goes on to accept).
+func proposing(text string) bool {
+	for _, w := range splitWords(text, nil) {
+		if proposalWords[w] {
+			return true
+		}
+		if hasUnspaced(w) {
+			for _, p := range unspacedProposals {
+				if strings.Contains(w, p) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var proposalWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`suggest suggestion recommend recommendation propose proposal
+vorschlag empfehle empfehlung schlage
+suggère suggestion recommande propose proposition
+sugiero sugerencia recomiendo propongo propuesta
+suggerisco consiglio propongo proposta
+sugiro sugestão recomendo proponho proposta
+stel voorstel aanbeveling raad
+föreslår förslag rekommenderar
+öneririm önerim öneri tavsiye
+предлагаю предложение рекомендую
+suggestion salah`) {
+		m[w] = true
+	}
+	return m
+}()
+
+var unspacedProposals = []string{"建议", "建議", "提案", "おすすめ", "お勧め", "提案", "제안", "추천"}
+
+// header reports whether text is written in capitals only, as the
+// headings of pasted documents are.
+func header(text string) bool {
+	letters, upper := 0, 0
+	for _, r := range text {
+		if unicode.IsLetter(r) {
+			letters++
+			if unicode.IsUpper(r) {
+				upper++
+			}
+		}
+	}
+	return letters >= 8 && upper == letters
+}
+
+// specifics counts the specific things text names: words with a digit,
+// acronyms, capitalised words that do not open the sentence (names; "I"
+// and its contractions aside), identifiers (words joined by "_", "/", "@"
+// or "."), days and months, and in text written without spaces the runs of
+// digits, of Latin capitals and of numerals.
+func specifics(text string) int {
+	n, first := 0, true
+	for i := 0; i < len(text); {
+		start, end := nextWord(text, i)
+		if start < 0 {
+			break
+		}
+		// A word joined to the next by an identifier's punctuation is one
+		// thing: "fx/rates.py", "hello@example.com", "last_seen_at".
+		for end < len(text)-1 && strings.IndexByte("_/@.-", text[end]) >= 0 {
+			s2, e2 := nextWord(text, end+1)
+			if s2 != end+1 {
+				break
+			}
+			end = e2
+		}
+		i = end
+		w := text[start:end]
+		if hasUnspaced(w) {
+			n += specificRuns(w)
+			first = false
+			continue
+		}
+		upper, digit, joined := 0, false, false
+		for _, r := range w {
+			switch {
+			case unicode.IsDigit(r):
+				digit = true
+			case unicode.IsUpper(r):
+				upper++
+			case r == '_' || r == '/' || r == '@' || r == '.':
+				joined = true
+			}
+		}
+		r, _ := utf8.DecodeRuneInString(w)
+		switch {
+		case digit, joined,
+			upper >= 2 && upper == countLetters(w), // "EU", "SAP"
+			!first && unicode.IsUpper(r) && !pronounI(w),
+			calendarWords[normaliseWord(w)]:
+			n++
+		}
+		first = false
+	}
+	return n
+}
+
+func countLetters(w string) int {
+	n := 0
+	for _, r := range w {
+		if unicode.IsLetter(r) {
+			n++
+		}
+	}
+	return n
+}
