@@ -46,8 +46,14 @@ func TestTerms(t *testing.T) {
 		want []string
 	}{
 		{"How many chairs should we rent?", []string{"chair", "rent"}},
-		{"The venue holds 120 people.", []string{"120", "hold", "people", "venue"}},
+		{"The venue holds 120 people.", []string{"120", "hold", "peopl", "venu"}},
 		{"Kemal's agenda", []string{"agenda", "kemal"}},
+		// Each language's stemmer and stop words.
+		{"Wir brauchen 11 Busse statt 8, mit den Bussen", []string{"11", "brauch", "buss", "statt"}},
+		{"i want this filed by march 7 / new target for filing", []string{"file", "march", "new", "target", "want"}},
+		{"Il faut que je retrouve l'état des lieux", []string{"faut", "lieux", "retrouv", "état"}},
+		{"Mert'e bir not yaz, Mert kesiyor", []string{"kesiyor", "mert", "yaz"}},
+		{"dont use printwise they flaked", []string{"flake", "printwis", "use"}},
 		{"会場は東京", []string{"は東", "会場", "場は", "東京"}},
 		{"the a is", nil},
 	}

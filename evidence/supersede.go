@@ -128,13 +128,15 @@ func numberSlots(text string) map[string][]string {
 		number bool
 	}
 	var ws []word
-	for _, w := range splitWords(text, nil) {
+	words := splitWords(text, nil)
+	st := newStemmer(guessLanguage(words))
+	for _, w := range words {
 		switch {
 		case strings.IndexFunc(w, unicode.IsDigit) >= 0:
 			ws = append(ws, word{w, true})
-		case stopWords[w] || calendarWords[w] || hasUnspaced(w):
+		case calendarWords[w] || hasUnspaced(w):
 		default:
-			if t := stem(w); utf8Len(t) >= 2 {
+			if t := st.term(w); t != "" {
 				ws = append(ws, word{t, false})
 			}
 		}
@@ -159,8 +161,6 @@ func numberSlots(text string) map[string][]string {
 	}
 	return slots
 }
-
-func utf8Len(s string) int { return len([]rune(s)) }
 
 // differ reports whether a, the older entry's numbers, holds one that b
 // lacks, both being non-empty.
