@@ -46,6 +46,11 @@ type Comparison struct {
 	// "fixtures" for a folder of one's own.
 	Set      string                               `json:"set"`
 	Profiles map[evidence.Profile]*ProfileSummary `json:"profiles"`
+	// Baseline is BM25 over the sentences before each request, filling the
+	// same budget with bare text (RunBaseline): what a user could pick
+	// instead. Only its retention, probe recall and superseded figures are
+	// set.
+	Baseline *ProfileSummary `json:"baseline"`
 }
 
 // Profiles are the profiles a comparison measures, the default first.
@@ -73,7 +78,26 @@ func Compare(heldOut, dev []Fixture) (*Comparison, error) {
 		}
 		c.Profiles[p] = ps
 	}
+	b, err := baselineSummary(heldOut)
+	if err != nil {
+		return nil, err
+	}
+	c.Baseline = &ProfileSummary{Summary: *b}
+	if dev != nil {
+		if c.Baseline.Development, err = baselineSummary(dev); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+func baselineSummary(fixtures []Fixture) (*Summary, error) {
+	t, err := RunBaseline(fixtures, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Summary{Fixtures: len(fixtures), Retention: t.Retention, LongRetention: t.LongRetention,
+		ProbeRecall: t.ProbeRecall, Score: *t}, nil
 }
 
 func summarise(fixtures []Fixture, opts Options) (*Summary, error) {

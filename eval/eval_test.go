@@ -91,6 +91,15 @@ func checkFixtures(t *testing.T, fixtures []Fixture, baselineFile string) {
 	if tot.Inconsistent != 0 {
 		t.Errorf("%d conversations fold differently turn by turn than whole", tot.Inconsistent)
 	}
+	// focus stays ahead of what a user could pick instead.
+	bm25, err := RunBaseline(fixtures, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Retention <= bm25.Retention || tot.ProbeRecall <= bm25.ProbeRecall {
+		t.Errorf("focus keeps %.3f and serves %.3f, the BM25 baseline %.3f and %.3f: focus must be ahead on both",
+			tot.Retention, tot.ProbeRecall, bm25.Retention, bm25.ProbeRecall)
+	}
 
 	if *update {
 		b := Baseline{
@@ -537,5 +546,53 @@ func TestProbesAndLongRetention(t *testing.T) {
 	}
 	if seed := c.Profiles[evidence.ProfileSeed]; seed.ProbeRecall >= focus.ProbeRecall {
 		t.Errorf("seed probe recall %.2f, focus %.2f: the comparison does not tell them apart", seed.ProbeRecall, focus.ProbeRecall)
+	}
+}
+
+// TestBaseline checks the BM25 baseline: it shows the sentences that share
+// the request's words, rarest first, within the budget, and nothing that
+// shares none.
+func TestBaseline(t *testing.T) {
+	const fixture = `{
+  "user_id": "u", "conversation_id": "c",
+  "messages": [
+    {"role": "user", "content": "The venue holds 120 people. Kemal owns the agenda."},
+    {"role": "assistant", "content": "Noted."},
+    {"role": "user", "content": "The caterer needs the final headcount by Friday."},
+    {"role": "assistant", "content": "Noted."},
+    {"role": "user", "content": "How many chairs go in the venue?"},
+    {"role": "assistant", "content": "One per person."},
+    {"role": "user", "content": "Who owns the agenda again?"}
+  ],
+  "required": [{"text": "Kemal owns the agenda"}, {"text": "final headcount by Friday"}],
+  "superseded": [{"text": "holds 120 people", "by": "One per person"}],
+  "probes": [{"request": "How many chairs go in the venue?", "facts": ["holds 120 people", "final headcount"]}]
+}`
+	s, err := RunBaseline(parse(t, fixture), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Retained != 1 || s.Required != 2 {
+		t.Errorf("retained %d of %d, want 1 of 2 (the agenda, which the last request names)", s.Retained, s.Required)
+	}
+	if s.ProbeHits != 1 || s.ProbeFacts != 2 {
+		t.Errorf("probe hits %d of %d, want 1 of 2 (the venue)", s.ProbeHits, s.ProbeFacts)
+	}
+	if s.SupersededShown != 0 {
+		t.Errorf("superseded shown %d, want 0", s.SupersededShown)
+	}
+	// The budget holds.
+	long := make([]sentence, 100)
+	for i := range long {
+		text := strings.Repeat("venue ", 50)
+		long[i] = sentence{index: i, text: text, terms: []string{"venu"}}
+	}
+	got := bm25View(long, "the venue", 200)
+	size := 2
+	for _, text := range got {
+		size += len(text) + 3
+	}
+	if len(got) == 0 || evidence.EstimateTokens(size) > 200 {
+		t.Errorf("bm25View shows %d sentences in %d bytes, over 200 tokens", len(got), size)
 	}
 }

@@ -98,3 +98,29 @@ func TestParseProbes(t *testing.T) {
 		})
 	}
 }
+
+func TestParseSuperseded(t *testing.T) {
+	f, err := Parse("ok", withProbes(`, "superseded": [{"text": "Kemal owns the agenda", "by": "One per seat"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.convs[0].superseded) != 1 {
+		t.Fatalf("superseded = %v, want one", f.convs[0].superseded)
+	}
+	bad := []struct{ name, extra, want string }{
+		{"text not in the history", `, "superseded": [{"text": "Lea owns logistics", "by": "One per seat"}]`, "superseded"},
+		{"correction not in the history", `, "superseded": [{"text": "holds 120 people", "by": "holds 150 people"}]`, "by"},
+		{"correction before the text", `, "superseded": [{"text": "One per seat", "by": "holds 120 people"}]`, "not after"},
+		{"no correction", `, "superseded": [{"text": "holds 120 people"}]`, "required"},
+		{"unknown member", `, "superseded": [{"text": "holds 120 people", "by": "One per seat", "when": 3}]`, "unknown field"},
+		{"unknown top-level member", `, "corrections": []`, "unknown field"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("bad", withProbes(tt.extra))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "fixture bad") {
+				t.Errorf("Parse = %v, want an error naming the fixture and %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -126,10 +126,23 @@ func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bo
 			row(p, c.Set, &ps.Summary)
 		}
 	}
+	baseline := func(set string, s *Summary) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\t\t\t\t\t\t\n",
+			BaselineName, set, s.Fixtures, 100*s.Retention, s.Score.Retained, s.Score.Required,
+			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired,
+			100*s.ProbeRecall, s.Score.ProbeHits, s.Score.ProbeFacts,
+			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded)
+	}
+	if c.Baseline != nil {
+		baseline(c.Set, &c.Baseline.Summary)
+	}
 	for _, p := range Profiles {
 		if ps := c.Profiles[p]; ps != nil && ps.Development != nil {
 			row(p, "development", ps.Development)
 		}
+	}
+	if c.Baseline != nil && c.Baseline.Development != nil {
+		baseline("development", c.Baseline.Development)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
