@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/recallhq/recall/assemble"
+	"github.com/recallhq/recall/evidence"
 )
 
 // postContext answers POST …/context: it assembles the bounded prompt of
@@ -52,6 +54,20 @@ func (h *Handler) postContext(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		req.Evidence = &assemble.Evidence{Message: msg, Version: rec.Version, Cursor: rec.Cursor, Lagging: rec.Cursor < q.minCursor}
+		if cs, ok := h.src.(complementSource); ok && rec.View != nil {
+			ctx := r.Context()
+			req.Complement = func(request string, before, maxTokens int) (*evidence.EvidenceMessage, error) {
+				rec, err := cs.SearchBefore(ctx, userID, conversationID, request, before)
+				if err != nil {
+					return nil, err
+				}
+				st, err := rec.State()
+				if err != nil {
+					return nil, err
+				}
+				return evidence.RenderWithin(&st, maxTokens), nil
+			}
+		}
 	}
 	res, err := assemble.Build(req)
 	if err != nil {
@@ -74,6 +90,13 @@ func (h *Handler) postContext(w http.ResponseWriter, r *http.Request) error {
 	*bp = b
 	writeJSON(w, http.StatusOK, b)
 	return nil
+}
+
+// complementSource is a Source that chooses a view among the entries of
+// older messages only (store.Store.SearchBefore): the context endpoint's
+// evidence then complements the history it keeps instead of repeating it.
+type complementSource interface {
+	SearchBefore(ctx context.Context, userID, conversationID, query string, before int) (evidence.Record, error)
 }
 
 // countContext counts and logs one assembly: its outcome, estimates,

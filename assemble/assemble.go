@@ -218,24 +218,24 @@ func Build(req *Request) (*Result, error) {
 			res.Tokens.System, res.Tokens.Tools, res.Tokens.Current, used, limit)}
 	}
 
+	// The evidence is charged before history: history gets the room it
+	// leaves.
+	var evMsg *evidence.EvidenceMessage
+	evTokens := 0
 	if ev := req.Evidence; ev != nil {
 		res.Evidence = EvidenceInfo{Version: ev.Version, Cursor: ev.Cursor, Lagging: ev.Lagging}
 		if ev.Message != nil {
-			n := evidence.EstimateTokens(len(ev.Message.Content))
-			if used+n <= limit {
-				res.Evidence.Included = true
-				res.Tokens.Evidence = n
-				used += n
-				res.Messages = append(res.Messages, Message{
-					Role: evidence.RoleAssistant, Content: evidence.AppendJSONString(nil, ev.Message.Content), Tokens: n,
-				})
+			if n := evidence.EstimateTokens(len(ev.Message.Content)); used+n <= limit {
+				evMsg, evTokens = ev.Message, n
 			}
 		}
 	}
+	used += evTokens
 
 	// History, newest turn first, until the limit.
 	starts := turnStarts(msgs[:cur])
 	var kept []turn
+	oldest := cur // the oldest message kept whole
 	end := cur
 history:
 	for j := len(starts) - 1; j >= 0; j-- {
@@ -261,6 +261,33 @@ history:
 		res.Tokens.History += t.tokens
 		res.CompactedToolResults += t.compacted
 		kept = append(kept, t)
+		oldest = starts[j]
+	}
+
+	// Evidence that complements the history: chosen from the messages
+	// older than the oldest one kept, within the room reserved for it.
+	if evMsg != nil && req.Complement != nil {
+		used -= evTokens
+		evMsg, evTokens = nil, 0
+		if oldest > 0 {
+			m, err := req.Complement(msgs[cur].Text, oldest, limit-used)
+			if err != nil {
+				return nil, err
+			}
+			if m != nil {
+				if n := evidence.EstimateTokens(len(m.Content)); used+n <= limit {
+					evMsg, evTokens = m, n
+				}
+			}
+		}
+		used += evTokens
+	}
+	if evMsg != nil {
+		res.Evidence.Included = true
+		res.Tokens.Evidence = evTokens
+		res.Messages = append(res.Messages, Message{
+			Role: evidence.RoleAssistant, Content: evidence.AppendJSONString(nil, evMsg.Content), Tokens: evTokens,
+		})
 	}
 	for j := len(kept) - 1; j >= 0; j-- {
 		res.Messages = append(res.Messages, kept[j].msgs...)

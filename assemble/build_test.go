@@ -3,6 +3,8 @@ package assemble_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -381,5 +383,64 @@ func TestDecodeBodyDefaults(t *testing.T) {
 	}
 	if ev := body.Request.Evidence; ev.Version != 7 || ev.Cursor != 5 || !ev.Lagging || ev.Message.Content != "E" {
 		t.Errorf("evidence %+v", ev)
+	}
+}
+
+// TestComplement checks that the evidence beside the history is chosen
+// from the messages older than the oldest one kept: Build asks for it with
+// that index and the current request, within the room left, and does not
+// ask when the whole history fits.
+func TestComplement(t *testing.T) {
+	t.Parallel()
+	var raw []string
+	for i := range 12 {
+		raw = append(raw,
+			fmt.Sprintf(`{"id":"u%d","role":"user","content":%q}`, i, strings.Repeat("question ", 30)),
+			fmt.Sprintf(`{"id":"a%d","role":"assistant","content":%q}`, i, strings.Repeat("answer ", 30)))
+	}
+	raw = append(raw, `{"id":"now","role":"user","content":"what did we decide?"}`)
+	msgs := decode(t, "["+strings.Join(raw, ",")+"]")
+	full := evidenceOf(`{"stand-in":"` + strings.Repeat("x", 600) + `"}`)
+
+	var gotRequest string
+	gotBefore, gotMax, calls := -1, 0, 0
+	req := &assemble.Request{Messages: msgs, Budget: budget(900), Evidence: full,
+		Complement: func(request string, before, maxTokens int) (*evidence.EvidenceMessage, error) {
+			calls++
+			gotRequest, gotBefore, gotMax = request, before, maxTokens
+			return &evidence.EvidenceMessage{Role: evidence.RoleAssistant, Content: "older only"}, nil
+		}}
+	res, err := assemble.Build(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, req, res)
+	kept := ids(res)
+	oldest := -1
+	for i, m := range msgs {
+		if slices.Contains(kept, m.ID) {
+			oldest = i
+			break
+		}
+	}
+	if calls != 1 || gotRequest != "what did we decide?" || gotBefore != oldest || oldest <= 0 {
+		t.Fatalf("Complement called %d times with %q, before %d; want once with the request, before %d (the oldest kept)", calls, gotRequest, gotBefore, oldest)
+	}
+	if gotMax < evidence.EstimateTokens(len(full.Message.Content)) || res.Tokens.Total > res.Limit {
+		t.Errorf("Complement may take %d tokens, less than the %d reserved (total %d of %d)", gotMax, evidence.EstimateTokens(len(full.Message.Content)), res.Tokens.Total, res.Limit)
+	}
+	if !res.Evidence.Included || contentText(t, &res.Messages[0]) != "older only" {
+		t.Errorf("the evidence message is not the complement's: included %v", res.Evidence.Included)
+	}
+
+	// The whole history fits: nothing is older, so no evidence.
+	calls = 0
+	req.Messages = msgs[len(msgs)-5:]
+	res, err = assemble.Build(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 || res.Evidence.Included {
+		t.Errorf("with the whole history kept, Complement called %d times and evidence included %v; want neither", calls, res.Evidence.Included)
 	}
 }

@@ -134,6 +134,14 @@ type Request struct {
 	Budget Budget
 	// Evidence is the conversation's evidence; nil for none.
 	Evidence *Evidence
+	// Complement, when set, chooses the evidence message that goes beside
+	// the history Build keeps: Build calls it with the current request's
+	// text, the index of the oldest message it keeps whole (the evidence
+	// is chosen from older messages only, so that its tokens never repeat
+	// the prompt's) and the tokens it may take, and uses what it returns
+	// instead of Evidence.Message (nil: none). It is called only when
+	// Evidence.Message fits and some history is left out.
+	Complement func(request string, before, maxTokens int) (*evidence.EvidenceMessage, error)
 }
 
 // Body is a decoded request body of the context endpoint (and of recall

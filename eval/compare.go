@@ -17,6 +17,15 @@ type Summary struct {
 	// ProbeRecall is the share of probe facts found in the evidence served
 	// for their requests.
 	ProbeRecall float64 `json:"probe_recall"`
+	// ContextProbeRecall is the share of probe facts found anywhere in the
+	// prompt context assembly builds for their requests at ContextBudget
+	// tokens.
+	ContextProbeRecall float64 `json:"context_probe_recall"`
+	// SupersededKept is the share of corrected facts still shown after the
+	// last turn; ExcerptShare the share of the final messages' bytes that is
+	// excerpt text.
+	SupersededKept float64 `json:"superseded_kept"`
+	ExcerptShare   float64 `json:"excerpt_share"`
 	// Leakage counts forbidden markers found; it must be 0.
 	Leakage int `json:"leakage"`
 	// MaxEstimatedTokens is the largest message at any step; OverBudget
@@ -97,7 +106,7 @@ func baselineSummary(fixtures []Fixture) (*Summary, error) {
 		return nil, err
 	}
 	return &Summary{Fixtures: len(fixtures), Retention: t.Retention, LongRetention: t.LongRetention,
-		ProbeRecall: t.ProbeRecall, Score: *t}, nil
+		ProbeRecall: t.ProbeRecall, SupersededKept: t.SupersededKept, Score: *t}, nil
 }
 
 func summarise(fixtures []Fixture, opts Options) (*Summary, error) {
@@ -108,6 +117,7 @@ func summarise(fixtures []Fixture, opts Options) (*Summary, error) {
 	t := &r.Total
 	return &Summary{
 		Fixtures: len(fixtures), Retention: t.Retention, LongRetention: t.LongRetention, ProbeRecall: t.ProbeRecall,
+		ContextProbeRecall: t.ContextProbeRecall, SupersededKept: t.SupersededKept, ExcerptShare: t.ExcerptShare,
 		Leakage: t.Leakage, MaxEstimatedTokens: t.MaxEvidenceTokens, OverBudget: t.BudgetViolations,
 		Invalid: t.InvalidMessages, Inconsistent: t.Inconsistent, Score: *t, Report: r,
 	}, nil

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/recallhq/recall/assemble"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -71,6 +73,12 @@ type Score struct {
 	ProbeFacts  int     `json:"probe_facts"`
 	ProbeHits   int     `json:"probe_hits"`
 	ProbeRecall float64 `json:"probe_recall"`
+	// ContextProbeHits counts the facts of probes found anywhere in the
+	// prompt context assembly builds for the probe's request at
+	// ContextBudget tokens (the history it keeps and the evidence beside
+	// it); ContextProbeRecall is their share of ProbeFacts.
+	ContextProbeHits   int     `json:"context_probe_hits"`
+	ContextProbeRecall float64 `json:"context_probe_recall"`
 	// Bucketed counts facts with a bucket mark; Classified those that
 	// entered the evidence in that bucket (the classifier's accuracy), and
 	// InBucket those retained in it.
@@ -223,6 +231,7 @@ func (s *Score) add(o *Score) {
 	s.MessageBytes += o.MessageBytes
 	s.ProbeFacts += o.ProbeFacts
 	s.ProbeHits += o.ProbeHits
+	s.ContextProbeHits += o.ContextProbeHits
 	s.Bucketed += o.Bucketed
 	s.Classified += o.Classified
 	s.InBucket += o.InBucket
@@ -251,6 +260,7 @@ func (s *Score) finish() {
 	s.Retention = ratio(s.Retained, s.Required)
 	s.LongRetention = ratio(s.LongRetained, s.LongRequired)
 	s.ProbeRecall = ratio(s.ProbeHits, s.ProbeFacts)
+	s.ContextProbeRecall = ratio(s.ContextProbeHits, s.ProbeFacts)
 	s.SupersededKept = 0
 	if s.Superseded > 0 {
 		s.SupersededKept = float64(s.SupersededShown) / float64(s.Superseded)
@@ -350,6 +360,15 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 				}
 				fr.ProbeFacts += pr.Facts
 				fr.ProbeHits += pr.Facts - len(pr.Missing)
+				prompt, err := contextText(&st, c.messages[:i+1], cfg)
+				if err != nil {
+					return fr, fmt.Errorf("fixture %s: %s: context at message %d: %w", f.Name, c.key, i, err)
+				}
+				for _, fact := range p.Facts {
+					if anyContains(prompt, fact) {
+						fr.ContextProbeHits++
+					}
+				}
 				fr.Probes = append(fr.Probes, pr)
 			}
 			for j := range facts {
@@ -431,6 +450,46 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 	}
 	fr.finish()
 	return fr, nil
+}
+
+// ContextBudget is the prompt budget of the context a probe is scored on
+// (ContextProbeRecall).
+const ContextBudget = 4000
+
+// contextText returns the texts of the prompt context assembly builds for
+// the newest request of history at ContextBudget tokens: the history it
+// keeps, and the evidence of st beside it (in focus, chosen from the
+// messages older than those it keeps, as the context endpoint does).
+func contextText(st *evidence.State, history []evidence.Message, cfg *evidence.Config) ([]string, error) {
+	budget := assemble.DefaultBudget()
+	budget.Prompt = ContextBudget
+	req := &assemble.Request{Messages: history, Budget: budget,
+		Evidence: &assemble.Evidence{Message: evidence.Render(st), Version: st.Version, Cursor: st.Cursor}}
+	if st.Archive != nil {
+		maxTokens := cfg.WithDefaults().MaxTokens
+		req.Complement = func(request string, before, room int) (*evidence.EvidenceMessage, error) {
+			q := evidence.NewQuery(request, st.Archive.Recent(evidence.WindowItems))
+			view := evidence.State{Cursor: st.Cursor}
+			view.SetView(evidence.SelectView(st.Archive.Candidates(q).Before(before), q, maxTokens))
+			return evidence.RenderWithin(&view, room), nil
+		}
+	}
+	res, err := assemble.Build(req)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range res.Messages {
+		out = appendStrings(out, m.Content)
+	}
+	// The evidence message's content is a JSON envelope in a string: its
+	// excerpts are strings inside it.
+	for _, text := range slices.Clone(out) {
+		if strings.HasPrefix(text, "{") {
+			out = appendStrings(out, json.RawMessage(text))
+		}
+	}
+	return out, nil
 }
 
 // HistoryTokens estimates the prompt tokens of msgs sent as they are, by the

@@ -205,7 +205,7 @@ func TestScoreContractFold(t *testing.T) {
 	want := Score{
 		Conversations: 1, Messages: 7, Steps: 2,
 		Required: 2, Retained: 2, Retention: 1, Bucketed: 1, Classified: 1, InBucket: 1,
-		LongRetention: 1, ProbeRecall: 1, // none of either
+		LongRetention: 1, ProbeRecall: 1, ContextProbeRecall: 1, // none of either
 		Inflow:         [4]int{1, 1, 0, 0},
 		FoldedMessages: 6, OmittedEntries: 0,
 		EvidenceTokens:    got.EvidenceTokens,
@@ -568,6 +568,15 @@ func TestBaseline(t *testing.T) {
   "superseded": [{"text": "holds 120 people", "by": "One per person"}],
   "probes": [{"request": "How many chairs go in the venue?", "facts": ["holds 120 people", "final headcount"]}]
 }`
+	// The prompt context assembly builds holds both facts in the history it
+	// keeps, whatever the evidence shows.
+	r, err := Run(parse(t, fixture), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total.ContextProbeHits != 2 {
+		t.Errorf("context probe hits %d, want 2", r.Total.ContextProbeHits)
+	}
 	s, err := RunBaseline(parse(t, fixture), 0)
 	if err != nil {
 		t.Fatal(err)

@@ -386,6 +386,24 @@ func (a *Archive) Candidates(q *Query) *Candidates {
 	return c
 }
 
+// Before returns the candidates of entries of messages before index
+// before: a view chosen from them leaves out what the messages from before
+// on say (context assembly keeps those whole beside it). before <= 0 means
+// every message. Total stays the archive's size.
+func (c *Candidates) Before(before int) *Candidates {
+	if before <= 0 {
+		return c
+	}
+	keep := func(items []Item) []Item {
+		return slices.DeleteFunc(slices.Clone(items), func(it Item) bool { return it.Index >= before })
+	}
+	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant)}
+	for t := range c.Tiers {
+		out.Tiers[t] = keep(c.Tiers[t])
+	}
+	return out
+}
+
 // MergeCandidates returns the union of lists of items, oldest first.
 func MergeCandidates(lists ...[]Item) []Item {
 	var out []Item

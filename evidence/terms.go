@@ -84,4 +84,3 @@ func appendBigrams(terms []string, w string, st *stemmer) []string {
 func restatementKey(text string) string {
 	return strings.Join(splitWords(text, nil), " ")
 }
-

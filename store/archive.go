@@ -307,11 +307,18 @@ func encodeView(shown []evidence.Shown) ([]byte, error) {
 // profile, and for a conversation with no focus view yet, it returns the
 // stored evidence. query is never logged.
 func (s *Store) Search(ctx context.Context, userID, conversationID, query string) (evidence.Record, error) {
+	return s.SearchBefore(ctx, userID, conversationID, query, 0)
+}
+
+// SearchBefore is Search choosing only among the entries of the messages
+// before index before (all of them when before <= 0): the evidence that
+// complements a prompt which holds the messages from before on whole.
+func (s *Store) SearchBefore(ctx context.Context, userID, conversationID, query string, before int) (evidence.Record, error) {
 	key := searchKey{userID, conversationID}
 	empty := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()}
 	if known := s.searches.get(key); known != nil && s.fold.Profile != evidence.ProfileSeed {
 		rec := empty
-		ok, err := s.searchStanding(ctx, known, &rec, query)
+		ok, err := s.searchStanding(ctx, known, &rec, query, before)
 		if err != nil {
 			return evidence.Record{}, err
 		}
@@ -345,7 +352,7 @@ func (s *Store) Search(ctx context.Context, userID, conversationID, query string
 			s.searches.items.put(userID, conversationID, known.tiers[t])
 		}
 		s.searches.items.put(userID, conversationID, c.Relevant)
-		return s.selectView(c, q, &rec)
+		return s.selectView(c.Before(before), q, &rec)
 	})
 	if err != nil {
 		return evidence.Record{}, err

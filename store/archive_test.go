@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -195,9 +196,11 @@ func TestArchiveMatchesTheCore(t *testing.T) {
 				t.Errorf("archive rows %d over the bound %d", rows, tt.fold.MaxArchiveEntries)
 			}
 
-			// A search chooses the view the core chooses for the query.
+			// A search chooses the view the core chooses for the query, also
+			// among the entries of older messages only.
 			for _, query := range []string{"the caterer and the traiteur", "会場", "what is pending?", "zzz nothing matches"} {
 				requireSearch(t, st, want, query)
+				requireSearchBefore(t, st, want, query, n/2)
 			}
 		})
 	}
@@ -216,6 +219,32 @@ func requireSearch(t *testing.T, st *store.Store, want evidence.State, query str
 	s.SetView(evidence.SelectView(want.Archive.Candidates(q), q, evidence.DefaultMaxTokens))
 	if got, wantBody := string(rec.Body), string(evidence.AppendBody(nil, &s, 0)); got != wantBody {
 		t.Errorf("search %q (version %d):\n got %s\nwant %s", query, rec.Version, got, wantBody)
+	}
+}
+
+// requireSearchBefore checks that a search of u/c for query among the
+// entries of messages before index before answers the core's view for it,
+// and shows none of a later message.
+func requireSearchBefore(t *testing.T, st *store.Store, want evidence.State, query string, before int) {
+	t.Helper()
+	rec, err := st.SearchBefore(t.Context(), "u", "c", query, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := evidence.NewQuery(query, want.Archive.Recent(evidence.WindowItems))
+	s := evidence.State{Cursor: want.Cursor}
+	s.SetView(evidence.SelectView(want.Archive.Candidates(q).Before(before), q, evidence.DefaultMaxTokens))
+	if got, wantBody := string(rec.Body), string(evidence.AppendBody(nil, &s, 0)); got != wantBody {
+		t.Errorf("search %q before %d:\n got %s\nwant %s", query, before, got, wantBody)
+	}
+	older := slices.IndexFunc(want.Archive.Items(), func(it evidence.Item) bool { return it.Index < before }) >= 0
+	if older && s.Buckets.Len() == 0 {
+		t.Errorf("search %q before %d shows nothing", query, before)
+	}
+	for _, sh := range s.Shown {
+		if sh.Index >= before {
+			t.Errorf("search %q before %d shows an entry of message %d", query, before, sh.Index)
+		}
 	}
 }
 

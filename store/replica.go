@@ -81,6 +81,19 @@ func (r *ReplicaReader) SearchAtLeast(ctx context.Context, userID, conversationI
 	return r.primary.Search(ctx, userID, conversationID, query)
 }
 
+// SearchBefore is the replica's SearchBefore (the primary's when the
+// replica fails).
+func (r *ReplicaReader) SearchBefore(ctx context.Context, userID, conversationID, query string, before int) (evidence.Record, error) {
+	rec, err := r.replica.SearchBefore(ctx, userID, conversationID, query, before)
+	if err == nil {
+		r.replicaReads.Add(1)
+		return rec, nil
+	}
+	r.fellBack(ctx, err)
+	r.primaryReads.Add(1)
+	return r.primary.SearchBefore(ctx, userID, conversationID, query, before)
+}
+
 // DeleteConversation deletes on the primary.
 func (r *ReplicaReader) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	return r.primary.DeleteConversation(ctx, userID, conversationID)

@@ -216,7 +216,7 @@ func scanConversation(row pgx.Row, rec *evidence.Record) (stamp rowStamp, count 
 // from the item cache or, for those it lacks, one more statement. ok is
 // false when the row is no longer the one s was read at, or an item was
 // deleted since (Search then reads everything).
-func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.Record, query string) (ok bool, err error) {
+func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.Record, query string, before int) (ok bool, err error) {
 	q := evidence.NewQuery(query, s.recent)
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
@@ -251,7 +251,7 @@ func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.
 	for i, it := range items {
 		picked[lists[i]] = append(picked[lists[i]], *it)
 	}
-	return true, st.selectView(s.candidates(picked[0], picked[1]), q, rec)
+	return true, st.selectView(s.candidates(picked[0], picked[1]).Before(before), q, rec)
 }
 
 // readRelevantKeys reads the results of searchStanding's batch and closes it.
