@@ -60,6 +60,10 @@ const (
 	densityFrame = 1000
 )
 
+// assistantPlainDivisor divides the weight of an assistant's sentence that
+// proposes nothing.
+const assistantPlainDivisor = 4
+
 // The score bands of the user's tiers.
 const (
 	keyScore  = 30
@@ -84,7 +88,13 @@ func scoreItems(items []Item) {
 		s := scores[i] - perRankPenalty*max(0, rank-freeRanks)
 		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s)
 		// The weight is the score for the room the entry takes.
-		items[i].Weight = max(0, min(MaxWeight, s*densityScale/(len(items[i].Excerpt)+densityFrame)))
+		w := s * densityScale / (len(items[i].Excerpt) + densityFrame)
+		if items[i].Role == RoleAssistant && !proposing(items[i].Excerpt) {
+			// The assistant's facts are what it proposed and the user
+			// took; the rest of what it says restates, explains or asks.
+			w /= assistantPlainDivisor
+		}
+		items[i].Weight = max(0, min(MaxWeight, w))
 	}
 }
 
@@ -281,15 +291,15 @@ var proposalWords = func() map[string]bool {
 	m := make(map[string]bool)
 	for _, w := range strings.Fields(`suggest suggestion recommend recommendation propose proposal
 vorschlag empfehle empfehlung schlage
-suggère suggestion recommande propose proposition
-sugiero sugerencia recomiendo propongo propuesta
-suggerisco consiglio propongo proposta
-sugiro sugestão recomendo proponho proposta
-stel voorstel aanbeveling raad
+suggère suggestion recommande recommandation propose proposition conseille
+sugiero sugerencia recomiendo recomendación propongo propuesta
+suggerisco consiglio raccomando raccomandazione propongo proposta
+sugiro sugestão recomendo recomendação proponho proposta
+stel voorstel aanbeveling advies adviseer
 föreslår förslag rekommenderar
-öneririm önerim öneri tavsiye
+öneririm önerim öneri tavsiye tavsiyem
 предлагаю предложение рекомендую
-suggestion salah`) {
+salah sujhav`) {
 		m[w] = true
 	}
 	return m
