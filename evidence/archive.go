@@ -177,29 +177,6 @@ func statement(text string) bool {
 // statement of fact.
 var requestWords = map[string]bool{"please": true, "pls": true, "plz": true, "bitte": true, "merci": true, "favor": true, "favore": true, "alsjeblieft": true, "alstublieft": true}
 
-// correction reports whether text revises something said before ("Actually,
-// make it 150 people."): a revision is kept like a rule, so that it is shown
-// wherever the fact it replaces could be.
-func correction(text string) bool {
-	words := splitWords(text, nil)
-	for i, w := range words {
-		if correctionWords[w] {
-			return true
-		}
-		if hasUnspaced(w) {
-			for _, c := range unspacedCorrections {
-				if strings.Contains(w, c) {
-					return true
-				}
-			}
-		}
-		if i+1 < len(words) && correctionPhrases[w+" "+words[i+1]] {
-			return true
-		}
-	}
-	return false
-}
-
 var correctionWords = func() map[string]bool {
 	m := make(map[string]bool)
 	for _, w := range strings.Fields(`actually instead correction revised moved postponed rescheduled replaced slips slipped pushed changed update updated

@@ -79,17 +79,20 @@ const MaxWeight = 10000
 func scoreItems(items []Item) {
 	order := make([]int, len(items))
 	scores := make([]int, len(items))
+	proposals := make([]bool, len(items))
 	for i := range items {
 		order[i] = i
-		scores[i] = salience(items[i].Role, items[i].Bucket, items[i].Excerpt)
+		var c cues
+		scores[i], c = salience(items[i].Role, items[i].Bucket, items[i].Excerpt)
+		proposals[i] = items[i].Role == RoleAssistant && c.proposing
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
 	for rank, i := range order {
 		s := scores[i] - perRankPenalty*max(0, rank-freeRanks)
-		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s)
+		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s, proposals[i])
 		// The weight is the score for the room the entry takes.
 		w := s * densityScale / (len(items[i].Excerpt) + densityFrame)
-		if items[i].Role == RoleAssistant && !proposing(items[i].Excerpt) {
+		if items[i].Role == RoleAssistant && !proposals[i] {
 			// The assistant's facts are what it proposed and the user
 			// took; the rest of what it says restates, explains or asks.
 			w /= assistantPlainDivisor
@@ -99,7 +102,7 @@ func scoreItems(items []Item) {
 }
 
 // tierOf ranks an entry by its role, bucket and score.
-func tierOf(role Role, b Bucket, text string, score int) Tier {
+func tierOf(role Role, b Bucket, text string, score int, proposal bool) Tier {
 	switch role {
 	case RoleUser:
 		st := statement(text)
@@ -112,7 +115,7 @@ func tierOf(role Role, b Bucket, text string, score int) Tier {
 			return TierUserStatement
 		}
 	case RoleAssistant:
-		if b != RecentContext || score >= keyScore || proposing(text) {
+		if b != RecentContext || score >= keyScore || proposal {
 			return TierAssistantRule
 		}
 	}
@@ -120,8 +123,8 @@ func tierOf(role Role, b Bucket, text string, score int) Tier {
 }
 
 // salience scores how much text, one sentence, looks like a fact worth
-// keeping.
-func salience(role Role, b Bucket, text string) int {
+// keeping, and returns the cues it read.
+func salience(role Role, b Bucket, text string) (int, cues) {
 	n := specifics(text)
 	s := 0
 	for i, p := 0, specificPoints0; i < n; i++ {
@@ -134,27 +137,28 @@ func salience(role Role, b Bucket, text string) int {
 	case OpenWork:
 		s += openWorkPoints
 	}
-	if correction(text) {
+	c := readCues(text)
+	if c.correction {
 		s += correctionPoints
 	}
-	if negated(text) {
+	if c.negated {
 		s += negationPoints
 	}
-	if role == RoleAssistant && proposing(text) {
+	if role == RoleAssistant && c.proposing {
 		s += keywordPoints
 	}
 	if role == RoleUser {
-		if question(text) || requesting(text) {
+		if c.requesting || question(text) {
 			s -= questionPenalty
 		}
-		if addressesAssistant(text) {
+		if c.addressing {
 			s -= addressPenalty
 		}
 	}
 	if header(text) {
 		s -= 2 * specificPoints0
 	}
-	return s - len(text)/bytesPerPoint
+	return s - len(text)/bytesPerPoint, c
 }
 
 // question reports whether text asks something: it ends with a question
@@ -186,27 +190,6 @@ nasıl kim nerede neden hangi
 	return m
 }()
 
-// requesting reports whether text holds a word of requestWords.
-func requesting(text string) bool {
-	for _, w := range splitWords(text, nil) {
-		if requestWords[w] {
-			return true
-		}
-	}
-	return false
-}
-
-// addressesAssistant reports whether text speaks to the assistant: a
-// second-person pronoun of one of the languages the keywords cover.
-func addressesAssistant(text string) bool {
-	for _, w := range splitWords(text, nil) {
-		if secondPerson[w] {
-			return true
-		}
-	}
-	return false
-}
-
 var secondPerson = func() map[string]bool {
 	m := make(map[string]bool)
 	for _, w := range strings.Fields(`you you'll you're you've your can't
@@ -226,24 +209,6 @@ du dig kan`) {
 	delete(m, "je") // also French "I"
 	return m
 }()
-
-// negated reports whether text holds a negation word, or in text written
-// without spaces a negative form.
-func negated(text string) bool {
-	for _, w := range splitWords(text, nil) {
-		if negationWords[w] {
-			return true
-		}
-		if hasUnspaced(w) {
-			for _, n := range unspacedNegations {
-				if strings.Contains(w, n) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
 
 var negationWords = func() map[string]bool {
 	m := make(map[string]bool)
@@ -269,24 +234,6 @@ nahi nahin mat
 // found inside unspaced words.
 var unspacedNegations = []string{"ない", "ません", "不", "沒", "没", "別", "别", "없", "않", "못"}
 
-// proposing reports whether text proposes something (an assistant's
-// "I'd suggest …" that the user goes on to accept).
-func proposing(text string) bool {
-	for _, w := range splitWords(text, nil) {
-		if proposalWords[w] {
-			return true
-		}
-		if hasUnspaced(w) {
-			for _, p := range unspacedProposals {
-				if strings.Contains(w, p) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 var proposalWords = func() map[string]bool {
 	m := make(map[string]bool)
 	for _, w := range strings.Fields(`suggest suggestion recommend recommendation propose proposal
@@ -306,6 +253,47 @@ salah sujhav`) {
 }()
 
 var unspacedProposals = []string{"建议", "建議", "提案", "おすすめ", "お勧め", "提案", "제안", "추천"}
+
+// cues are what salience reads of a sentence's words.
+type cues struct {
+	correction bool // it revises something said before
+	negated    bool // a negation: a limit or a preference
+	proposing  bool // it proposes something
+	requesting bool // a request to the assistant
+	addressing bool // it speaks to the assistant
+}
+
+// readCues reads text's words once for every cue.
+func readCues(text string) cues {
+	var c cues
+	words := splitWords(text, nil)
+	for i, w := range words {
+		c.correction = c.correction || correctionWords[w] || i+1 < len(words) && correctionPhrases[w+" "+words[i+1]]
+		c.negated = c.negated || negationWords[w]
+		c.proposing = c.proposing || proposalWords[w]
+		c.requesting = c.requesting || requestWords[w]
+		c.addressing = c.addressing || secondPerson[w]
+		if hasUnspaced(w) {
+			c.correction = c.correction || containsAny(w, unspacedCorrections)
+			c.negated = c.negated || containsAny(w, unspacedNegations)
+			c.proposing = c.proposing || containsAny(w, unspacedProposals)
+		}
+	}
+	return c
+}
+
+// correction reports whether text revises something said before ("Actually,
+// make it 150 people.").
+func correction(text string) bool { return readCues(text).correction }
+
+func containsAny(w string, parts []string) bool {
+	for _, p := range parts {
+		if strings.Contains(w, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // header reports whether text is written in capitals only, as the
 // headings of pasted documents are.

@@ -55,14 +55,30 @@ func superseded(items []*Item) map[windowKey]bool {
 				df[t]++
 			}
 		}
-		for _, w := range splitWords(it.Excerpt, nil) {
-			if strings.IndexFunc(w, unicode.IsDigit) >= 0 {
-				infos[i].numbers = append(infos[i].numbers, w)
+	}
+	// Numbers and slots are read only for the entries that share words
+	// with a newer one, once each.
+	read := make([]bool, len(items))
+	numbers := func(i int) *entryWords {
+		if !read[i] {
+			read[i] = true
+			if text := items[i].Excerpt; strings.ContainsAny(text, "0123456789") || hasUnspaced(text) {
+				for _, w := range splitWords(text, nil) {
+					if strings.IndexFunc(w, unicode.IsDigit) >= 0 {
+						infos[i].numbers = append(infos[i].numbers, w)
+					}
+				}
 			}
 		}
-		if it.Role == RoleUser && len(infos[i].numbers) > 0 {
-			infos[i].slots = numberSlots(it.Excerpt)
+		return &infos[i]
+	}
+	slotted := make([]bool, len(items))
+	slots := func(i int) map[string][]string {
+		if !slotted[i] {
+			slotted[i] = true
+			infos[i].slots = numberSlots(items[i].Excerpt)
 		}
+		return infos[i].slots
 	}
 	maxDF := max(2, int(supersedeMaxShare*float64(len(items))))
 	byWord := make(map[string][]int)
@@ -79,10 +95,6 @@ func superseded(items []*Item) map[windowKey]bool {
 		if newer.Role != RoleUser || len(infos[y].words) == 0 {
 			continue
 		}
-		cue := correction(newer.Excerpt)
-		if !cue && len(infos[y].numbers) == 0 {
-			continue
-		}
 		clear(shared)
 		for _, w := range infos[y].words {
 			for _, x := range byWord[w] {
@@ -91,16 +103,22 @@ func superseded(items []*Item) map[windowKey]bool {
 				}
 			}
 		}
+		if len(shared) == 0 {
+			continue
+		}
+		iy := numbers(y)
+		cue, cueRead := false, false
 		for x, n := range shared {
-			older, ix, iy := items[x], &infos[x], &infos[y]
-			if len(ix.numbers) == 0 {
+			older, ix := items[x], numbers(x)
+			if len(ix.numbers) == 0 || float64(n) < supersedeOverlap*float64(min(len(ix.words), len(iy.words))) {
 				continue
 			}
+			if !cueRead {
+				cue, cueRead = correction(newer.Excerpt), true
+			}
 			switch {
-			case float64(n) < supersedeOverlap*float64(min(len(ix.words), len(iy.words))):
-				continue
-			case cue && n >= 1:
-			case n >= 2 && differ(ix.numbers, iy.numbers) && sharesSlot(ix.slots, iy.slots):
+			case cue:
+			case n >= 2 && differ(ix.numbers, iy.numbers) && sharesSlot(slots(x), slots(y)):
 			default:
 				continue
 			}

@@ -39,6 +39,9 @@ func Terms(text string) []string {
 // unspaced reports whether r belongs to a script written without spaces
 // between words.
 func unspaced(r rune) bool {
+	if r < 0x0e00 { // below Thai, the first of them
+		return false
+	}
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai)
 }
 
