@@ -3,6 +3,8 @@ module github.com/recallhq/recall
 go 1.26.8
 
 require (
+	github.com/MicahParks/jwkset v0.11.4
+	github.com/MicahParks/keyfunc/v3 v3.9.2
 	github.com/blevesearch/snowballstem v0.9.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/go-cmp v0.7.0

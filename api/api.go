@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,8 +54,17 @@ const DefaultReadyTimeout = 2 * time.Second
 // Config configures a Handler.
 type Config struct {
 	// JWTSecret is the HS256 key bearer tokens are signed with
-	// (RECALL_JWT_SECRET). Defaults to none: New refuses to run without it.
+	// (RECALL_JWT_SECRET). Defaults to none: New refuses to run without it
+	// unless IdentityProvider is set.
 	JWTSecret []byte
+	// JWTPreviousSecrets are older HS256 secrets that still verify tokens,
+	// never sign them, so that JWTSecret can be rotated without logging
+	// anyone out (RECALL_JWT_PREVIOUS_SECRETS). Defaults to none.
+	JWTPreviousSecrets [][]byte
+	// IdentityProvider verifies the RS256, ES256 and EdDSA tokens of an
+	// identity provider with the keys of its JWKS (RECALL_JWKS_URL), beside
+	// the HS256 tokens of JWTSecret. Defaults to none: HS256 tokens only.
+	IdentityProvider *IdentityProvider
 	// Notifier wakes long-polling requests (?min_cursor=N&wait=D) when a
 	// conversation's state changes; usually a *store.Listener. Defaults to
 	// none: New refuses to run without it, as waiting would mean polling.
@@ -93,13 +104,18 @@ type Config struct {
 	// Rejections lists a conversation's recorded rejections for
 	// GET …/rejections. Defaults to none: the route answers 503.
 	Rejections RejectionLister
+	// Users lists, exports and deletes all of a user's conversations, for
+	// GET /v1/users/{user_id}/conversations, GET …/export and
+	// DELETE /v1/users/{user_id}. Defaults to none: those routes answer 503.
+	Users UserSource
 }
 
 // Handler serves the read API. It is an http.Handler.
 type Handler struct {
 	src          Source
 	notifier     Notifier
-	secret       []byte
+	secrets      []jwt.VerificationKey // HS256: JWTSecret, then JWTPreviousSecrets
+	idp          *IdentityProvider
 	parser       *jwt.Parser
 	tokens       tokenCache
 	ready        func(ctx context.Context) error
@@ -114,6 +130,7 @@ type Handler struct {
 	limits         evidence.Limits
 	publishTimeout time.Duration
 	rejections     RejectionLister
+	users          UserSource
 
 	draining  atomic.Bool
 	drainOnce sync.Once
@@ -165,8 +182,11 @@ func (c *Config) WithDefaults() *Config {
 // saying how to fix it.
 func (c *Config) validate() error {
 	switch {
-	case len(c.JWTSecret) == 0:
-		return errors.New("api: Config.JWTSecret must be set: set RECALL_JWT_SECRET to the HS256 secret tokens are signed with")
+	case len(c.JWTSecret) == 0 && c.IdentityProvider == nil:
+		return errors.New("api: Config.JWTSecret or Config.IdentityProvider must be set: set RECALL_JWT_SECRET to the HS256 secret tokens are signed with, " +
+			"or RECALL_JWKS_URL to the JWKS of the identity provider that issues them")
+	case slices.ContainsFunc(c.JWTPreviousSecrets, func(s []byte) bool { return len(s) == 0 }):
+		return errors.New("api: Config.JWTPreviousSecrets holds an empty secret: leave it out (RECALL_JWT_PREVIOUS_SECRETS is a comma-separated list)")
 	case c.Notifier == nil:
 		return errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
 	case c.MaxWait < 0:
@@ -197,9 +217,10 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h := &Handler{
 		src:      src,
 		notifier: c.Notifier,
-		secret:   append([]byte(nil), c.JWTSecret...),
+		secrets:  hsSecrets(c.JWTSecret, c.JWTPreviousSecrets),
+		idp:      c.IdentityProvider,
 		parser: jwt.NewParser(
-			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithValidMethods(tokenAlgorithms),
 			jwt.WithExpirationRequired(),
 		),
 		ready:        c.Ready,
@@ -214,6 +235,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		limits:         c.Limits,
 		publishTimeout: c.PublishTimeout,
 		rejections:     c.Rejections,
+		users:          c.Users,
 	}
 	h.waiters = newWaiters(src, c.Notifier, c.MaxWaiters, c.ReadTimeout)
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
@@ -222,10 +244,24 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h.mux.HandleFunc(routeIngest, h.handle(h.postCheckpoint))
 	h.mux.HandleFunc(routeRejected, h.handle(h.getRejections))
 	h.mux.HandleFunc(routeContext, h.handle(h.postContext))
+	h.registerUserRoutes()
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	return h, nil
+}
+
+// hsSecrets returns copies of the HS256 secrets that verify tokens, the
+// current one first.
+func hsSecrets(current []byte, previous [][]byte) []jwt.VerificationKey {
+	var keys []jwt.VerificationKey
+	if len(current) > 0 {
+		keys = append(keys, bytes.Clone(current))
+	}
+	for _, s := range previous {
+		keys = append(keys, bytes.Clone(s))
+	}
+	return keys
 }
 
 // MaxWait returns the longest wait a request may ask for.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/recallhq/recall/internal/apiclient"
@@ -57,15 +59,16 @@ var errNoToken = &Error{
 	Message: "missing bearer token: send Authorization: Bearer <JWT>",
 }
 
-// authenticate verifies the request's bearer token: HS256 only, exp
-// required, signed with the configured secret.
+// authenticate verifies the request's bearer token: exp required, HS256
+// with the configured secrets or RS256, ES256 and EdDSA with the identity
+// provider's keys.
 func (h *Handler) authenticate(r *http.Request) (principal, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return principal{}, errNoToken
 	}
-	return h.verify(strings.TrimSpace(token))
+	return h.verify(r.Context(), strings.TrimSpace(token))
 }
 
 // RequireService serves next only to requests that carry a token with the
@@ -78,7 +81,7 @@ func (h *Handler) RequireService(next http.Handler) http.Handler {
 		var p principal
 		var err error
 		if _, password, ok := r.BasicAuth(); ok {
-			p, err = h.verify(password)
+			p, err = h.verify(r.Context(), password)
 		} else {
 			p, err = h.authenticate(r)
 		}
@@ -97,8 +100,11 @@ func (h *Handler) RequireService(next http.Handler) http.Handler {
 	})
 }
 
-// verify verifies a token.
-func (h *Handler) verify(token string) (principal, error) {
+// verify verifies a token. The algorithm follows the key: an HS256 token
+// is verified with the secrets only, a token of another algorithm with the
+// identity provider's keys only, and only with a key of its algorithm's
+// type.
+func (h *Handler) verify(ctx context.Context, token string) (principal, error) {
 	if token == "" {
 		return principal{}, errNoToken
 	}
@@ -107,10 +113,27 @@ func (h *Handler) verify(token string) (principal, error) {
 		return p, nil
 	}
 	var c claims
-	if _, err := h.parser.ParseWithClaims(token, &c, h.key); err != nil {
-		return principal{}, &Error{
-			Status: http.StatusUnauthorized, Code: CodeUnauthorized,
-			Message: "invalid bearer token: " + tokenProblem(err),
+	var provider bool // the identity provider's key verified it
+	key := func(t *jwt.Token) (any, error) {
+		if t.Method == jwt.SigningMethodHS256 {
+			if len(h.secrets) == 0 {
+				return nil, errNoSecret
+			}
+			return jwt.VerificationKeySet{Keys: h.secrets}, nil
+		}
+		// The parser admits RS256, ES256 and EdDSA besides.
+		if h.idp == nil {
+			return nil, errNoProvider
+		}
+		provider = true
+		return h.idp.key(ctx, t)
+	}
+	if _, err := h.parser.ParseWithClaims(token, &c, key); err != nil {
+		return principal{}, invalidToken(tokenProblem(err))
+	}
+	if provider {
+		if err := h.idp.checkClaims(&c); err != nil {
+			return principal{}, invalidToken(err.Error())
 		}
 	}
 	p := principal{subject: c.Subject, service: slices.Contains(c.Scope, ServiceScope)}
@@ -182,11 +205,22 @@ func (c *tokenCache) put(token string, p principal, expires time.Time, nbf *jwt.
 	c.entries[token] = e
 }
 
-func (h *Handler) key(t *jwt.Token) (any, error) {
-	if t.Method != jwt.SigningMethodHS256 {
-		return nil, jwt.ErrTokenSignatureInvalid
-	}
-	return h.secret, nil
+// Why a token has no key.
+var (
+	errNoSecret   = errors.New("no HS256 secret is configured")
+	errNoProvider = errors.New("no identity provider is configured")
+)
+
+// tokenAlgorithms are the algorithms the API verifies: HS256 with its
+// secrets, the others with the identity provider's keys.
+var tokenAlgorithms = []string{
+	jwt.SigningMethodHS256.Alg(),
+	jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg(), jwt.SigningMethodEdDSA.Alg(),
+}
+
+// invalidToken is the 401 of a token that does not verify.
+func invalidToken(problem string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "invalid bearer token: " + problem}
 }
 
 // tokenProblem says what is wrong with a token in a few words, without
@@ -201,8 +235,14 @@ func tokenProblem(err error) string {
 		return "expired"
 	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return "not valid yet"
+	case errors.Is(err, errNoSecret):
+		return "HS256, and this API has no HS256 secret"
+	case errors.Is(err, errNoProvider):
+		return "RS256, ES256 or EdDSA, and this API has no identity provider"
+	case errors.Is(err, jwkset.ErrKeyNotFound):
+		return "its kid names no key of the identity provider"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-		return "bad signature or algorithm (HS256 only)"
+		return "bad signature, or an algorithm that does not fit the key (HS256 with the API's secret; RS256, ES256 or EdDSA with the identity provider's keys)"
 	default:
 		return "invalid claims"
 	}

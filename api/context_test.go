@@ -1,9 +1,13 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,4 +261,69 @@ func rowsWithIDs(n int) string {
 	sb.WriteString(`]}`)
 	s, _ := json.Marshal(sb.String())
 	return string(s)
+}
+
+// complementing is a source that chooses views among older messages, as
+// the store does: it records what it was asked and answers a view of its
+// own.
+type complementing struct {
+	*fakeSource
+	requests []string
+	befores  []int
+}
+
+func (c *complementing) SearchBefore(ctx context.Context, userID, conversationID, query string, before int) (evidence.Record, error) {
+	c.requests, c.befores = append(c.requests, query), append(c.befores, before)
+	rec, err := c.fakeSource.Evidence(ctx, userID, conversationID)
+	if err != nil {
+		return rec, err
+	}
+	s := evidence.NewState()
+	s.Cursor = rec.Cursor
+	s.SetView(evidence.View{Shown: []evidence.Shown{{Bucket: evidence.Constraints, Entry: evidence.Entry{Role: evidence.RoleUser, Index: 0, Excerpt: "older only"}}}})
+	s.Buckets.Constraints = []evidence.Entry{s.Shown[0].Entry}
+	return recordOf(userID, conversationID, &s), nil
+}
+
+// TestContextComplements checks that in focus the context's evidence is
+// the view chosen among the messages older than the oldest one the answer
+// keeps, for the current request.
+func TestContextComplements(t *testing.T) {
+	t.Parallel()
+	src := &complementing{fakeSource: newFakeSource()}
+	h, err := api.New(src, &api.Config{JWTSecret: secret, Notifier: src, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []string
+	for i := range 20 {
+		turns = append(turns,
+			fmt.Sprintf(`{"id":"u%d","role":"user","content":%q}`, i, strings.Repeat("We must keep the rollout slow. ", 8)),
+			fmt.Sprintf(`{"id":"a%d","role":"assistant","content":%q}`, i, strings.Repeat("Agreed, slow rollout. ", 8)))
+	}
+	turns = append(turns, `{"id":"now","role":"user","content":"what is the plan?"}`)
+	long := "[" + strings.Join(turns, ",") + "]"
+	s, msgs := foldFocus(t, long)
+	src.set(recordOf("u-42", "c-7", &s))
+
+	w := post(t, h, contextPath, userToken(t, "u-42"), `{"messages":`+long+`,"budget":{"prompt":900}}`)
+	r := decodeContext(t, w)
+	if len(src.befores) != 1 || src.requests[0] != "what is the plan?" {
+		t.Fatalf("SearchBefore asked %v with %q; want once, for the request", src.befores, src.requests)
+	}
+	first, err := evidence.DecodeMessage(r.Messages[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Evidence.Included || !strings.Contains(first.Text, "older only") {
+		t.Fatalf("the evidence is not the complementing view: %s", r.Messages[0])
+	}
+	kept, err := evidence.DecodeMessage(r.Messages[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldest := slices.IndexFunc(msgs, func(m evidence.Message) bool { return m.ID == kept.ID })
+	if r.DroppedTurns == 0 || src.befores[0] != oldest {
+		t.Errorf("asked before %d, the oldest kept message is %d (%d turns dropped)", src.befores[0], oldest, r.DroppedTurns)
+	}
 }

@@ -6,12 +6,19 @@
 //	POST   /v1/users/{user_id}/conversations/{conversation_id}/context
 //	DELETE /v1/users/{user_id}/conversations/{conversation_id}
 //	GET    /v1/users/{user_id}/conversations/{conversation_id}/rejections
+//	GET    /v1/users/{user_id}/conversations   the user's conversations, a page at a time
+//	GET    /v1/users/{user_id}/export          everything held for the user, as JSON lines
+//	DELETE /v1/users/{user_id}                 every conversation of the user
 //	POST   /v1/checkpoints   publish a checkpoint event over HTTP
 //	GET    /healthz   process up
 //	GET    /readyz    dependencies reachable and not draining
 //	GET    /metrics   Prometheus exposition
 //
-// The evidence routes need an HS256 bearer JWT with exp. A token acts for
+// The evidence routes need a bearer JWT with exp: HS256 with the API's
+// secret (or a previous one, during a rotation), or RS256, ES256 or EdDSA
+// with a key of an [IdentityProvider]'s JWKS, whose iss and aud are checked
+// where configured. The algorithm follows the key: an HS256 token is never
+// verified with a public key, nor another with the secret. A token acts for
 // the user named by its sub claim; a token whose scope holds recall:service
 // acts for any user. Errors are {"error":{"code","message"}}.
 //

@@ -32,6 +32,8 @@ const (
 	CodeEmptyQuery       = "empty_query"
 	CodeQueryTooLong     = "query_too_long"
 	CodeInvalidLimit     = "invalid_limit"
+	// CodeInvalidAfter answers a listing's after that is no conversation id.
+	CodeInvalidAfter = "invalid_after"
 	// CodeTooLarge answers a context request body over 16 MiB (413).
 	CodeTooLarge = "too_large"
 	// The context endpoint's codes, from package assemble: 422 for a

@@ -15,18 +15,10 @@ import (
 // conversation authorises the request and returns the key it names. Auth
 // comes first: a client learns nothing about ids it may not use.
 func (h *Handler) conversation(r *http.Request) (userID, conversationID string, err error) {
-	p, err := h.authenticate(r)
-	if err != nil {
+	if userID, err = h.user(r); err != nil {
 		return "", "", err
 	}
-	userID, conversationID = r.PathValue("user_id"), r.PathValue("conversation_id")
-	if !p.mayActFor(userID) {
-		return "", "", newError(http.StatusForbidden, CodeForbidden,
-			"the token may act only for the user named by its sub claim (or needs the "+ServiceScope+" scope)")
-	}
-	if err := evidence.ValidateKey("user_id", userID); err != nil {
-		return "", "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
-	}
+	conversationID = r.PathValue("conversation_id")
 	if err := evidence.ValidateKey("conversation_id", conversationID); err != nil {
 		return "", "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
 	}

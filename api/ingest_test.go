@@ -134,6 +134,27 @@ func TestIngest(t *testing.T) {
 	}
 }
 
+// TestIngestTooDeep: an event nested deeper than the parser follows is
+// answered 400 malformed with a message that says so.
+func TestIngestTooDeep(t *testing.T) {
+	t.Parallel()
+	h, pub := setupIngest(t, evidence.Limits{})
+	n := evidence.MaxEventDepth
+	body := `{"schema":"recall.checkpoint.v1","event_id":"e1","user_id":"u-42","conversation_id":"c-7","messages":[{"role":"user","content":"hi","x":` +
+		strings.Repeat("[", n) + strings.Repeat("]", n) + `}]}`
+	w := post(t, h, "/v1/checkpoints", userToken(t, "u-42"), body)
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400; body %s", w.Code, w.Body.String())
+	}
+	code, message := errorOf(t, w)
+	if want := fmt.Sprintf("event is nested deeper than %d levels", n); code != "malformed" || message != want {
+		t.Errorf("error %s %q, want malformed %q", code, message, want)
+	}
+	if n := pub.stored(); n != 0 {
+		t.Errorf("%d events stored, want 0", n)
+	}
+}
+
 func TestIngestDuplicate(t *testing.T) {
 	t.Parallel()
 	h, pub := setupIngest(t, evidence.Limits{})

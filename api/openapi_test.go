@@ -174,8 +174,10 @@ func TestOpenAPI(t *testing.T) {
 	o := loadOpenAPI(t)
 	src := newFakeSource()
 	pub := newFakePublisher()
+	users := newFakeUsers()
+	fillUsers(t, users)
 	h, err := api.New(src, &api.Config{
-		JWTSecret: secret, Notifier: src, Publisher: pub,
+		JWTSecret: secret, Notifier: src, Publisher: pub, Users: users,
 		Limits:     evidence.Limits{MaxEventBytes: 4096},
 		Rejections: &fakeRejections{rows: []api.Rejection{{ID: 1, Reason: "deleted", Detail: "the conversation was deleted", EventID: "e9", UserID: "u-42", ConversationID: "c-7", ReceivedAt: updatedAt}}},
 		Logger:     slog.New(slog.DiscardHandler),
@@ -222,6 +224,13 @@ func TestOpenAPI(t *testing.T) {
 		{"publish malformed", "POST", "/v1/checkpoints", user, `{"schema":`, 400},
 		{"publish for another user", "POST", "/v1/checkpoints", other, `{"schema":"recall.checkpoint.v1","event_id":"e3","user_id":"u-42","conversation_id":"c-7","messages":[]}`, 403},
 		{"publish too large", "POST", "/v1/checkpoints", user, `{"schema":"recall.checkpoint.v1","event_id":"e4","user_id":"u-42","conversation_id":"c-7","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, 413},
+		{"a user's conversations", "GET", "/v1/users/u-42/conversations?limit=2", user, "", 200},
+		{"a user's conversations, bad limit", "GET", "/v1/users/u-42/conversations?limit=0", user, "", 400},
+		{"another user's conversations", "GET", "/v1/users/u-42/conversations", other, "", 403},
+		{"export", "GET", "/v1/users/u-42/export", service, "", 200},
+		{"export another user's", "GET", "/v1/users/u-42/export", other, "", 403},
+		{"delete a user", "DELETE", "/v1/users/u-9", service, "", 204},
+		{"delete another user", "DELETE", "/v1/users/u-42", other, "", 403},
 		{"healthz", "GET", "/healthz", "", "", 200},
 		{"readyz", "GET", "/readyz", "", "", 200},
 		{"metrics", "GET", "/metrics", "", "", 200},

@@ -26,6 +26,11 @@ const MaxKeyBytes = 256
 // MaxEventIDBytes bounds an event_id.
 const MaxEventIDBytes = 1024
 
+// MaxEventDepth bounds how deeply an event's arrays and objects nest:
+// encoding/json's own limit, which every decoder of the event shares. A
+// deeper event is rejected as malformed, with a detail that says so.
+const MaxEventDepth = 10_000
+
 // Reason is why an event is rejected (docs/protocol.md, Rejections).
 type Reason string
 
@@ -166,6 +171,9 @@ func parseEvent(data []byte, limits Limits, shareText bool) (*Event, error) {
 // data is trimmed, valid UTF-8 and within the size limit.
 func parseEventGeneral(trimmed []byte, limits Limits) (*Event, error) {
 	if !json.Valid(trimmed) {
+		if nestedDeeper(trimmed, MaxEventDepth) {
+			return nil, reject(ReasonMalformed, "event is nested deeper than %d levels", MaxEventDepth)
+		}
 		return nil, reject(ReasonMalformed, "event is not valid JSON")
 	}
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -260,6 +268,31 @@ func parseEventGeneral(trimmed []byte, limits Limits) (*Event, error) {
 		w.Messages[i] = nil
 	}
 	return ev, nil
+}
+
+// nestedDeeper reports whether data opens more than limit arrays and
+// objects inside one another, outside strings. It tells why json.Valid
+// refused data; it does not check the grammar.
+func nestedDeeper(data []byte, limit int) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte cannot end the string
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > limit {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 func requiredString(raw json.RawMessage, field string, maxBytes int) (string, *RejectError) {

@@ -3,6 +3,7 @@ package evidence
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -357,4 +358,45 @@ func released(msgs []Message) []Message {
 		out[i] = m
 	}
 	return out
+}
+
+// TestParseEventDepth: an event nested deeper than MaxEventDepth is
+// malformed with a detail that says so; one nested exactly that deep is
+// accepted, and brackets inside strings do not count.
+func TestParseEventDepth(t *testing.T) {
+	t.Parallel()
+	// The event, its messages and a message are three levels; x adds n.
+	event := func(x string) []byte {
+		return []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[{"role":"user","content":"hi","x":` + x + `}]}`)
+	}
+	nested := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	deepDetail := fmt.Sprintf("event is nested deeper than %d levels", MaxEventDepth)
+	tests := []struct {
+		name       string
+		in         []byte
+		wantDetail string // "" accepts
+	}{
+		{"as deep as allowed", event(nested(MaxEventDepth - 3)), ""},
+		{"one level deeper", event(nested(MaxEventDepth - 2)), deepDetail},
+		{"objects", event(strings.Repeat(`{"a":`, MaxEventDepth) + "1" + strings.Repeat("}", MaxEventDepth)), deepDetail},
+		{"never closed", []byte(strings.Repeat("[", 2*MaxEventDepth)), deepDetail},
+		{"brackets in a string", event(`"` + strings.Repeat(`[\"{`, MaxEventDepth) + `"`), ""},
+		{"brackets in a string, not JSON", []byte(`{"x":"` + strings.Repeat("[", 2*MaxEventDepth) + `",}`), "event is not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseEvent(tt.in, Limits{})
+			if tt.wantDetail == "" {
+				if err != nil {
+					t.Fatalf("ParseEvent: %v", err)
+				}
+				return
+			}
+			var re *RejectError
+			if !errors.As(err, &re) || re.Reason != ReasonMalformed || re.Detail != tt.wantDetail {
+				t.Fatalf("ParseEvent: %v, want malformed: %s", err, tt.wantDetail)
+			}
+		})
+	}
 }

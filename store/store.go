@@ -39,6 +39,9 @@ const (
 	// DefaultSearchCache is how many conversations' standing candidates a
 	// Store keeps for Search.
 	DefaultSearchCache = 64
+	// DefaultExportPage is how many rows each query of a user's export or
+	// deletion reads.
+	DefaultExportPage = 500
 )
 
 // Config configures a Store.
@@ -63,6 +66,10 @@ type Config struct {
 	// row version it was read at. Defaults to DefaultSearchCache; negative
 	// keeps none.
 	SearchCache int
+	// ExportPage is how many rows each query of a user's export
+	// (UserRecords, UserArchive, UserRejections) and of DeleteUser reads:
+	// what they hold in memory at once. Defaults to DefaultExportPage (500).
+	ExportPage int
 	// Logger receives operational logs; never message text. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -88,6 +95,7 @@ func (c *Config) WithDefaults() *Config {
 	out.CoalesceWindow = cmp.Or(out.CoalesceWindow, DefaultCoalesceWindow)
 	out.ExtractChunk = cmp.Or(out.ExtractChunk, DefaultExtractChunk)
 	out.SearchCache = cmp.Or(out.SearchCache, DefaultSearchCache)
+	out.ExportPage = cmp.Or(out.ExportPage, DefaultExportPage)
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -99,6 +107,9 @@ func (c *Config) WithDefaults() *Config {
 func (c *Config) validate() error {
 	if c.ExtractChunk < 0 {
 		return fmt.Errorf("store: Config.ExtractChunk is %d: it must be positive, or 0 for the default %d", c.ExtractChunk, DefaultExtractChunk)
+	}
+	if c.ExportPage < 0 {
+		return fmt.Errorf("store: Config.ExportPage is %d: it must be positive, or 0 for the default %d", c.ExportPage, DefaultExportPage)
 	}
 	return nil
 }

@@ -517,6 +517,12 @@ func (w *Worker) prepare(ctx context.Context, msg jetstream.Msg, start time.Time
 			rej = &evidence.RejectError{Reason: evidence.ReasonInvalid, Detail: "cannot decode the event"}
 		}
 		uid, cid, eid := evidence.ProbeKey(data)
+		if eid == "" {
+			// The payload names no event id it can be read by (it is not
+			// JSON, not UTF-8, or has no event_id): the publisher's
+			// deduplication id names the event instead.
+			eid = msg.Headers().Get(jetstream.MsgIDHeader)
+		}
 		p.attrs = append(p.attrs, keyAttrs(eid, uid, cid)...)
 		p.outcome, p.reason = w.reject(ctx, msg, meta, store.Rejection{Reason: rej.Reason, Detail: rej.Detail, EventID: eid,
 			UserID: uid, ConversationID: cid, Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, Payload: data}, &p.attrs)

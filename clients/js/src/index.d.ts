@@ -69,6 +69,37 @@ export interface Evidence {
   lagging: boolean;
 }
 
+export interface ConversationSummary {
+  conversation_id: string;
+  version: number;
+  cursor: number;
+  message_count: number;
+  updated_at: string;
+}
+
+export interface ConversationPage {
+  conversations: ConversationSummary[];
+  /** The after of the next page; null on the last one. */
+  next: string | null;
+}
+
+/** One line of a user's export. */
+export type ExportLine =
+  | {
+      type: "conversation";
+      conversation_id: string;
+      version: number;
+      cursor: number;
+      message_count: number;
+      prefix_digest: string;
+      omitted_entries: number;
+      buckets: Buckets;
+      updated_at: string | null;
+    }
+  | ({ type: "entry"; conversation_id: string; bucket: keyof Buckets; span: [number, number] } & Omit<Entry, "span">)
+  | { type: "rejection"; event_id: string; conversation_id: string; reason: string; received_at: string }
+  | { type: "end"; conversations: number; entries: number; rejections: number };
+
 export interface IngestResult {
   stream_seq: number;
   duplicate: boolean;
@@ -154,4 +185,8 @@ export declare class RecallClient {
     opts?: { system?: string; tools?: object[]; budget?: Budget; evidence?: boolean; minCursor?: number; wait?: number | string },
   ): Promise<ContextResult>;
   delete(userId: string, conversationId: string): Promise<void>;
+  conversations(userId: string, opts?: { limit?: number; after?: string | null }): Promise<ConversationPage>;
+  allConversations(userId: string, opts?: { limit?: number }): AsyncGenerator<ConversationSummary>;
+  export(userId: string, opts?: { timeoutMs?: number | null }): AsyncGenerator<ExportLine>;
+  deleteUser(userId: string): Promise<void>;
 }

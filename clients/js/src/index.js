@@ -198,11 +198,14 @@ export function newestUserIndex(messages) {
 }
 
 function validateKey(userId, conversationId) {
-  for (const [name, v] of [["user_id", userId], ["conversation_id", conversationId]]) {
-    if (typeof v !== "string" || v === "") throw new TypeError(`${name} must be a non-empty string`);
-    if (Buffer.byteLength(v, "utf8") > MAX_KEY_BYTES) throw new RangeError(`${name} is longer than ${MAX_KEY_BYTES} bytes`);
-    if (v.includes("\0")) throw new TypeError(`${name} must not contain NUL`);
-  }
+  validateId("user_id", userId);
+  validateId("conversation_id", conversationId);
+}
+
+function validateId(name, v) {
+  if (typeof v !== "string" || v === "") throw new TypeError(`${name} must be a non-empty string`);
+  if (Buffer.byteLength(v, "utf8") > MAX_KEY_BYTES) throw new RangeError(`${name} is longer than ${MAX_KEY_BYTES} bytes`);
+  if (v.includes("\0")) throw new TypeError(`${name} must not contain NUL`);
 }
 
 const newEventId = () => randomUUID().replaceAll("-", "");
@@ -284,18 +287,25 @@ export class RecallClient {
   }
 
   async request(method, path, { body, query, timeoutMs } = {}) {
+    const resp = await this.send(method, path, { body, query, timeoutMs });
+    const text = await resp.text();
+    return text ? JSON.parse(text) : null;
+  }
+
+  /** Sends a request and resolves to the Response once its status is a success; throws RecallError otherwise. timeoutMs null: no timeout. */
+  async send(method, path, { body, query, timeoutMs, accept = "application/json" } = {}) {
     const url = new URL(this.url + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
-    const headers = { Authorization: `Bearer ${this.token}`, Accept: "application/json" };
+    const headers = { Authorization: `Bearer ${this.token}`, Accept: accept };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const resp = await fetch(url, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs ?? this.timeoutMs),
+      signal: timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs ?? this.timeoutMs),
     });
-    const text = await resp.text();
     if (!resp.ok) {
+      const text = await resp.text();
       let code = `http_${resp.status}`, message = resp.statusText;
       try {
         ({ code, message } = JSON.parse(text).error);
@@ -304,7 +314,12 @@ export class RecallClient {
       }
       throw new RecallError(resp.status, code, message);
     }
-    return text ? JSON.parse(text) : null;
+    return resp;
+  }
+
+  static userPath(userId) {
+    validateId("user_id", userId);
+    return `/v1/users/${encodeURIComponent(userId)}`;
   }
 
   static conversationPath(userId, conversationId) {
@@ -405,6 +420,63 @@ export class RecallClient {
   async delete(userId, conversationId) {
     this.forget(userId, conversationId);
     await this.request("DELETE", RecallClient.conversationPath(userId, conversationId));
+  }
+
+  /**
+   * A page of the user's conversations that hold state, ordered by id
+   * (GET /v1/users/{user}/conversations): {conversations, next}. Pass next
+   * as after for the next page; it is null on the last one.
+   */
+  async conversations(userId, { limit, after } = {}) {
+    return this.request("GET", RecallClient.userPath(userId) + "/conversations", { query: { limit, after } });
+  }
+
+  /** Every conversation of the user that holds state, page after page. */
+  async *allConversations(userId, { limit } = {}) {
+    let after;
+    do {
+      const page = await this.conversations(userId, { limit, after });
+      yield* page.conversations;
+      after = page.next;
+    } while (after !== null && after !== undefined);
+  }
+
+  /**
+   * Everything recall holds for the user (GET /v1/users/{user}/export), line
+   * by line as it arrives: {type: "conversation", …} lines, then "entry",
+   * then "rejection" (never with a payload), and last {type: "end", …} with
+   * the counts. Throws when the stream ends without its end line (it was cut
+   * short). No timeout unless timeoutMs is given.
+   */
+  async *export(userId, { timeoutMs = null } = {}) {
+    const resp = await this.send("GET", RecallClient.userPath(userId) + "/export", { timeoutMs, accept: "application/x-ndjson" });
+    const decoder = new TextDecoder();
+    let pending = "";
+    let ended = false;
+    const parse = (line) => {
+      if (ended) throw new Error("recall's export has lines after its end line");
+      const v = JSON.parse(line);
+      ended = v.type === "end";
+      return v;
+    };
+    for await (const chunk of resp.body) {
+      pending += decoder.decode(chunk, { stream: true });
+      let nl;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        if (line) yield parse(line);
+      }
+    }
+    pending += decoder.decode();
+    if (pending) yield parse(pending);
+    if (!ended) throw new Error("recall's export was cut short: it has no end line; ask again");
+  }
+
+  /** Deletes every conversation of the user (DELETE /v1/users/{user}); each stays deleted. */
+  async deleteUser(userId) {
+    await this.request("DELETE", RecallClient.userPath(userId));
+    for (const key of [...this.sent.keys()]) if (JSON.parse(key)[0] === userId) this.sent.delete(key);
   }
 }
 

@@ -93,6 +93,56 @@ describe("over HTTP", () => {
     assert.deepEqual([ev.version, ev.cursor], [0, 0]);
   });
 
+  test("a user's conversations, export and deletion", async () => {
+    const [user] = key();
+    const client = userClient(user);
+    const history = sample("planning").messages;
+    for (const conv of ["c-1", "c-2"]) await publishTurns(client, user, conv, history);
+
+    const first = await client.conversations(user, { limit: 1 });
+    assert.deepEqual(first.conversations.map((c) => c.conversation_id), ["c-1"]);
+    assert.equal(first.next, "c-1");
+    assert.equal(first.conversations[0].cursor, newestUserIndex(history));
+    const second = await client.conversations(user, { limit: 1, after: first.next });
+    assert.deepEqual(second.conversations.map((c) => c.conversation_id), ["c-2"]);
+    assert.equal(second.next, null);
+    const all = [];
+    for await (const c of client.allConversations(user, { limit: 1 })) all.push(c.conversation_id);
+    assert.deepEqual(all, ["c-1", "c-2"]);
+
+    const lines = [];
+    for await (const line of client.export(user)) lines.push(line);
+    const kinds = lines.map((l) => l.type).filter((t, i, a) => i === 0 || a[i - 1] !== t);
+    assert.deepEqual(kinds.filter((t) => t !== "rejection"), ["conversation", "entry", "end"]);
+    const end = lines.at(-1);
+    assert.deepEqual(end, {
+      type: "end",
+      conversations: 2,
+      entries: lines.filter((l) => l.type === "entry").length,
+      rejections: lines.filter((l) => l.type === "rejection").length,
+    });
+    assert.ok(end.entries > 0);
+
+    const other = userClient(`${user}-other`);
+    const refused = (err) => err instanceof RecallError && err.status === 403 && err.code === "forbidden";
+    await assert.rejects(other.conversations(user), refused);
+    await assert.rejects(async () => {
+      for await (const _ of other.export(user));
+    }, refused);
+    await assert.rejects(other.deleteUser(user), refused);
+    await assert.rejects(client.conversations(user, { limit: 0 }), (err) => err instanceof RecallError && err.status === 400);
+
+    await client.deleteUser(user);
+    assert.deepEqual(await client.conversations(user), { conversations: [], next: null });
+    // The deleted key stays deleted; a new conversation id is accepted.
+    await client.publish(user, "c-1", history);
+    const ev = await client.evidence(user, "c-1", { minCursor: 1, wait: 1 });
+    assert.deepEqual([ev.version, ev.cursor], [0, 0]);
+    await publishTurns(client, user, "c-3", history);
+    assert.deepEqual((await client.conversations(user)).conversations.map((c) => c.conversation_id), ["c-3"]);
+    await client.deleteUser(user);
+  });
+
   test("search (needs POST …/evidence/search)", async () => {
     const [user, conv] = key();
     const client = userClient(user);
@@ -116,8 +166,11 @@ describe("over HTTP", () => {
       wait: 5,
     });
     assert.equal(got.messages[0].role, "system");
-    assert.equal(got.evidence.included, true);
-    assert.equal(got.messages[1].role, "assistant");
+    // The whole history fits: evidence chosen from older messages would be
+    // empty, so there is none (it never repeats what the prompt holds).
+    assert.equal(got.dropped_turns, 0);
+    assert.equal(got.evidence.included, false);
+    assert.equal(got.messages[1].role, history[0].role === "system" ? history[1].role : history[0].role);
     assert.ok(got.estimated_tokens.total <= got.limit);
     assert.equal(got.messages.at(-1).content, history.at(-1).content);
   });

@@ -8,7 +8,7 @@ import urllib.parse
 import urllib.request
 
 from .digest import chain
-from .events import append_event, delete_event, snapshot_event, validate_key
+from .events import append_event, delete_event, snapshot_event, validate_id, validate_key
 
 __all__ = ["Client", "RecallError"]
 
@@ -66,10 +66,16 @@ class Client:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        with self._open(req, timeout or self.timeout) as resp:
+            raw = resp.read()
+            return json.loads(raw) if raw else None
+
+    @staticmethod
+    def _open(req, timeout):
+        """Opens req and returns the response; raises RecallError for an
+        error answer."""
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                raw = resp.read()
-                return json.loads(raw) if raw else None
+            return urllib.request.urlopen(req, timeout=timeout)
         except urllib.error.HTTPError as e:
             raw = e.read()
             code, message = "http_%d" % e.code, e.reason
@@ -79,6 +85,11 @@ class Client:
             except (ValueError, KeyError, TypeError):
                 pass
             raise RecallError(e.code, code, message) from None
+
+    @staticmethod
+    def _user_path(user_id):
+        validate_id("user_id", user_id)
+        return "/v1/users/%s" % urllib.parse.quote(user_id, safe="")
 
     @staticmethod
     def _conversation_path(user_id, conversation_id):
@@ -191,3 +202,55 @@ class Client:
         messages recall holds. Later events for it are rejected as deleted."""
         self.forget(user_id, conversation_id)
         self._request("DELETE", self._conversation_path(user_id, conversation_id))
+
+    # A user's data as a whole
+
+    def conversations(self, user_id, limit=None, after=None):
+        """Returns a page of the user's conversations that hold state, ordered
+        by id (GET /v1/users/{user}/conversations): {"conversations": [...],
+        "next": ...}. Pass next as after for the next page; it is None on the
+        last one."""
+        return self._request("GET", self._user_path(user_id) + "/conversations",
+                             query={"limit": limit, "after": after})
+
+    def all_conversations(self, user_id, limit=None):
+        """Yields every conversation of the user that holds state, page after
+        page."""
+        after = None
+        while True:
+            page = self.conversations(user_id, limit=limit, after=after)
+            yield from page["conversations"]
+            after = page["next"]
+            if after is None:
+                return
+
+    def export(self, user_id, timeout=None):
+        """Yields everything recall holds for the user (GET
+        /v1/users/{user}/export), line by line as it arrives: "conversation"
+        lines, then "entry", then "rejection" (never with a payload), and last
+        {"type": "end", ...} with the counts. Raises RecallError when the
+        stream ends without its end line (it was cut short). timeout bounds
+        each read of the socket (default: the client's)."""
+        req = urllib.request.Request(self.url + self._user_path(user_id) + "/export", method="GET",
+                                     headers={"Authorization": "Bearer " + self.token,
+                                              "Accept": "application/x-ndjson"})
+        ended = False
+        with self._open(req, timeout or self.timeout) as resp:
+            for raw in resp:
+                if not raw.strip():
+                    continue
+                if ended:
+                    raise RecallError(200, "malformed_export", "lines after the end line")
+                line = json.loads(raw)
+                ended = line.get("type") == "end"
+                yield line
+        if not ended:
+            raise RecallError(200, "export_cut_short", "the export has no end line: it was cut short; ask again")
+
+    def delete_user(self, user_id):
+        """Deletes every conversation of the user (DELETE /v1/users/{user}):
+        each key stays deleted; new conversation ids are accepted."""
+        self._request("DELETE", self._user_path(user_id))
+        with self._lock:
+            for key in [k for k in self._sent if k[0] == user_id]:
+                del self._sent[key]

@@ -14,13 +14,19 @@ MAX_KEY_BYTES = 256
 def validate_key(user_id, conversation_id):
     """Raises ValueError unless both ids are non-empty strings of at most 256
     UTF-8 bytes without NUL."""
-    for name, v in (("user_id", user_id), ("conversation_id", conversation_id)):
-        if not isinstance(v, str) or v == "":
-            raise ValueError("%s must be a non-empty string" % name)
-        if len(v.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
-            raise ValueError("%s is longer than %d bytes" % (name, MAX_KEY_BYTES))
-        if "\x00" in v:
-            raise ValueError("%s must not contain NUL" % name)
+    validate_id("user_id", user_id)
+    validate_id("conversation_id", conversation_id)
+
+
+def validate_id(name, v):
+    """Raises ValueError, naming the field, unless v is a non-empty string of
+    at most 256 UTF-8 bytes without NUL."""
+    if not isinstance(v, str) or v == "":
+        raise ValueError("%s must be a non-empty string" % name)
+    if len(v.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        raise ValueError("%s is longer than %d bytes" % (name, MAX_KEY_BYTES))
+    if "\x00" in v:
+        raise ValueError("%s must not contain NUL" % name)
 
 
 def _new_id(event_id):

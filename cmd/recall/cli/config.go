@@ -49,8 +49,19 @@ type config struct {
 	// user on the machine could read with ps).
 	JWTSecret     string
 	JWTSecretFile string
-	Subject       string
-	Stream        string
+	// JWTPreviousSecrets are older HS256 secrets that still verify tokens
+	// (never sign), for a rotation, from RECALL_JWT_PREVIOUS_SECRETS
+	// (comma-separated; never a flag value).
+	JWTPreviousSecrets []string
+	// JWKSURL names the JWKS of an identity provider whose RS256, ES256 and
+	// EdDSA tokens the API accepts, beside the HS256 ones; JWTIssuer and
+	// JWTAudience, when set, are the iss and aud its tokens must carry.
+	// Default to "": no identity provider.
+	JWKSURL     string
+	JWTIssuer   string
+	JWTAudience string
+	Subject     string
+	Stream      string
 	// StreamReplicas is the replica count of the stream the worker creates
 	// when it is missing (3 on a JetStream cluster); an existing stream is
 	// used as it is. From 1 to 5. Defaults to 1.
@@ -115,7 +126,8 @@ const (
 	// flagsStream: -subject, -stream, -stream-replicas.
 	flagsStream
 	// flagsAPI: -http-addr, -jwt-secret-file (and the refused -jwt-secret),
-	// -api-max-conns, -max-waiters, -api-read-timeout, -read-database-url.
+	// -jwks-url, -jwt-issuer, -jwt-audience, -api-max-conns, -max-waiters,
+	// -api-read-timeout, -read-database-url.
 	flagsAPI
 	// flagsLog: -log-format, -log-level.
 	flagsLog
@@ -181,6 +193,9 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	str(flagsAPI, &c.HTTPAddr, "http-addr", "RECALL_HTTP_ADDR", defaultHTTPAddr, "address the HTTP API listens on")
 	str(flagsAPI, &c.RiverUIAddr, "river-ui-addr", "RECALL_RIVER_UI_ADDR", "", "address of the River UI for operators, behind tokens with the recall:service scope (empty: off)")
 	c.bindJWTSecret(fs, env, groups&flagsAPI != 0)
+	str(flagsAPI, &c.JWKSURL, "jwks-url", "RECALL_JWKS_URL", "", "JWKS URL of an identity provider whose RS256, ES256 and EdDSA tokens the API accepts beside HS256 ones (empty: none)")
+	str(flagsAPI, &c.JWTIssuer, "jwt-issuer", "RECALL_JWT_ISSUER", "", "the iss the identity provider's tokens must carry (empty: not checked)")
+	str(flagsAPI, &c.JWTAudience, "jwt-audience", "RECALL_JWT_AUDIENCE", "", "an aud the identity provider's tokens must carry (empty: not checked)")
 	str(flagsStream, &c.Subject, "subject", "RECALL_SUBJECT", worker.DefaultSubject, "NATS subject of checkpoint events")
 	str(flagsStream, &c.Stream, "stream", "RECALL_STREAM", worker.DefaultStream, "JetStream stream of checkpoint events (created if missing)")
 	c.bindStreamReplicas(fs, env, groups&flagsStream != 0)
@@ -298,13 +313,55 @@ func (c *config) loadJWTSecret() error {
 	return nil
 }
 
-// bindJWTSecret sets JWTSecret from RECALL_JWT_SECRET and JWTSecretFile
-// from RECALL_JWT_SECRET_FILE, and, when withFlags, registers
+// loadAPIAuth checks how the HTTP API verifies tokens, after parsing: with
+// the HS256 secret (loadJWTSecret), the previous secrets, an identity
+// provider's JWKS, or the secret and the JWKS together. One of the secret
+// and the JWKS must be set.
+func (c *config) loadAPIAuth() error {
+	if c.JWKSURL == "" && (c.JWTIssuer != "" || c.JWTAudience != "") {
+		return errors.New("RECALL_JWT_ISSUER and RECALL_JWT_AUDIENCE check the tokens of an identity provider: set RECALL_JWKS_URL to its JWKS URL too, or unset them")
+	}
+	if c.JWKSURL == "" && c.JWTSecret == "" && c.JWTSecretFile == "" {
+		return errors.New("RECALL_JWT_SECRET is not set: the HTTP API needs the HS256 secret its bearer tokens are signed with, " +
+			"or RECALL_JWKS_URL, the JWKS of an identity provider whose tokens it accepts; " + jwtSecretHint)
+	}
+	if c.JWTSecret != "" || c.JWTSecretFile != "" {
+		if err := c.loadJWTSecret(); err != nil {
+			return err
+		}
+	}
+	for i, s := range c.JWTPreviousSecrets {
+		if len(s) < MinJWTSecretBytes {
+			return fmt.Errorf("RECALL_JWT_PREVIOUS_SECRETS: secret %d of %d is %d bytes: each must be at least %d bytes, as RECALL_JWT_SECRET must",
+				i+1, len(c.JWTPreviousSecrets), len(s), MinJWTSecretBytes)
+		}
+	}
+	return nil
+}
+
+// previousSecrets returns JWTPreviousSecrets as the API takes them.
+func (c *config) previousSecrets() [][]byte {
+	out := make([][]byte, len(c.JWTPreviousSecrets))
+	for i, s := range c.JWTPreviousSecrets {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+// bindJWTSecret sets JWTSecret from RECALL_JWT_SECRET, JWTSecretFile from
+// RECALL_JWT_SECRET_FILE and JWTPreviousSecrets from
+// RECALL_JWT_PREVIOUS_SECRETS, and, when withFlags, registers
 // -jwt-secret-file and the refused -jwt-secret on fs. Call loadJWTSecret
-// after parsing.
+// (or loadAPIAuth) after parsing.
 func (c *config) bindJWTSecret(fs *flag.FlagSet, env *Env, withFlags bool) {
 	c.JWTSecret = env.Getenv("RECALL_JWT_SECRET")
 	c.JWTSecretFile = env.Getenv("RECALL_JWT_SECRET_FILE")
+	c.JWTPreviousSecrets = nil
+	for s := range strings.SplitSeq(env.Getenv("RECALL_JWT_PREVIOUS_SECRETS"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.JWTPreviousSecrets = append(c.JWTPreviousSecrets, s)
+		}
+	}
 	if withFlags {
 		fs.StringVar(&c.JWTSecretFile, "jwt-secret-file", c.JWTSecretFile, "file holding the HS256 secret of the HTTP API's bearer tokens, instead of RECALL_JWT_SECRET (env RECALL_JWT_SECRET_FILE)")
 		fs.Var(refusedSecretFlag{}, "jwt-secret", "not accepted: a secret on the command line shows in ps; use RECALL_JWT_SECRET or -jwt-secret-file")

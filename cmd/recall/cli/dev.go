@@ -157,7 +157,7 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
-	if err := cfg.loadJWTSecret(); err != nil {
+	if err := cfg.loadAPIAuth(); err != nil {
 		return err
 	}
 	if !httpSet && !portFree("127.0.0.1", 8080) {

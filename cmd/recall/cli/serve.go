@@ -95,7 +95,7 @@ func runServe(ctx context.Context, env *Env, name string, args []string, r roles
 		return err
 	}
 	if r.api {
-		if err := cfg.loadJWTSecret(); err != nil {
+		if err := cfg.loadAPIAuth(); err != nil {
 			return err
 		}
 	}
@@ -149,6 +149,16 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	}
 	if err := cfg.validateStream(); err != nil {
 		return nil, err
+	}
+	var idp *api.IdentityProvider
+	if r.api && cfg.JWKSURL != "" {
+		// Before anything else: without the keys it was told to trust, the
+		// API does not start.
+		if idp, err = api.NewIdentityProvider(ctx, &api.IdentityProviderConfig{
+			JWKSURL: cfg.JWKSURL, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Logger: logger,
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if migrate {
 		if err := store.Migrate(ctx, cfg.DatabaseURL, logger); err != nil {
@@ -220,16 +230,19 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
 		a.handler, err = api.New(src, &api.Config{
-			JWTSecret:   []byte(cfg.JWTSecret),
-			Notifier:    a.listener,
-			Ready:       a.ready,
-			MaxWaiters:  cfg.MaxWaiters,
-			ReadTimeout: cfg.APIReadTimeout,
-			Metrics:     m,
-			Logger:      logger,
-			Publisher:   streamPublisher{js: js, subject: cfg.Subject, stream: cfg.Stream},
-			Limits:      evidence.Limits{MaxEventBytes: cfg.MaxEventBytes},
-			Rejections:  storeRejections{apiStore},
+			JWTSecret:          []byte(cfg.JWTSecret),
+			JWTPreviousSecrets: cfg.previousSecrets(),
+			IdentityProvider:   idp,
+			Notifier:           a.listener,
+			Ready:              a.ready,
+			MaxWaiters:         cfg.MaxWaiters,
+			ReadTimeout:        cfg.APIReadTimeout,
+			Metrics:            m,
+			Logger:             logger,
+			Publisher:          streamPublisher{js: js, subject: cfg.Subject, stream: cfg.Stream},
+			Limits:             evidence.Limits{MaxEventBytes: cfg.MaxEventBytes},
+			Rejections:         storeRejections{apiStore},
+			Users:              storeUsers{apiStore},
 		})
 		if err != nil {
 			return nil, err
