@@ -93,7 +93,8 @@ func TestTiers(t *testing.T) {
 		{RoleAssistant, "The hall has two projectors.", TierContext},
 	}
 	for _, tt := range tests {
-		items := []Item{{Entry: Entry{Role: tt.role, Excerpt: tt.text}, Bucket: focusClassifier.Classify(tt.text)}}
+		// Late in a conversation: no early points.
+		items := []Item{{Entry: Entry{Role: tt.role, Index: 500, Excerpt: tt.text}, Bucket: focusClassifier.Classify(tt.text)}}
 		scoreItems(items)
 		if got := items[0].Tier; got != tt.want {
 			t.Errorf("%s %q: tier %d, want %d (weight %d)", tt.role, tt.text, got, tt.want, items[0].Weight)
@@ -130,6 +131,13 @@ func TestWeights(t *testing.T) {
 		if a <= b {
 			t.Errorf("weight(%q) = %d, not above weight(%q) = %d", p[0], a, p[1], b)
 		}
+	}
+	// The same sentence early in a conversation weighs more than late.
+	early := []Item{{Entry: Entry{Role: RoleUser, Index: 2, Excerpt: "Budget is 4k."}}, {Entry: Entry{Role: RoleUser, Index: 150, Excerpt: "Budget is 4k."}}}
+	scoreItems(early[:1])
+	scoreItems(early[1:])
+	if early[0].Weight <= early[1].Weight {
+		t.Errorf("weights early and late = %d, %d; want the early one heavier", early[0].Weight, early[1].Weight)
 	}
 	// Three lines of one message that weigh the same alone: each better one
 	// costs the next.

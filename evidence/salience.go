@@ -47,6 +47,10 @@ const (
 	// sentence this much, so that one pasted document does not fill the
 	// view.
 	perRankPenalty = 3
+	// earlyPoints is what a sentence of the conversation's first message
+	// adds, falling to nothing at message earlyMessages.
+	earlyPoints   = 10
+	earlyMessages = 100
 	// freeRanks: the best this many sentences of a message cost the next
 	// nothing.
 	freeRanks = 0
@@ -84,6 +88,9 @@ func scoreItems(items []Item) {
 		order[i] = i
 		var c cues
 		scores[i], c = salience(items[i].Role, items[i].Bucket, items[i].Excerpt)
+		// A conversation's first messages set it up: who, what, where,
+		// the limits. What they say weighs a little more.
+		scores[i] += max(0, earlyPoints-earlyPoints*items[i].Index/earlyMessages)
 		proposals[i] = items[i].Role == RoleAssistant && c.proposing
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
