@@ -36,97 +36,149 @@ const supersedeOverlap = 0.2
 // counts.
 const slotReach = 2
 
-// entryWords is what supersession compares of an entry.
+// entryWords is what supersession compares of an entry, read when first
+// needed.
 type entryWords struct {
-	words   []string            // terms without a digit
-	numbers []string            // words with a digit
-	slots   map[string][]string // a word next to numbers, and those numbers
+	words      []string            // terms without a digit
+	numbers    []string            // words with a digit
+	slots      map[string][]string // a word next to numbers, and those numbers
+	read       bool                // numbers has been read
+	slotted    bool                // slots has been read
+	cue, cueOK bool                // correction cue, and whether it was read
 }
 
-// superseded returns the keys of the candidates that a newer candidate
-// corrects.
-func superseded(items []*Item) map[windowKey]bool {
-	infos := make([]entryWords, len(items))
-	df := make(map[string]int)
+// corrections finds, among a view's candidates, the entries a newer user
+// entry corrects. It reads an entry's numbers, slots and cues only when it
+// is asked about an entry that shares words with a newer one, so that a view
+// pays for the entries it considers showing, not for every candidate.
+type corrections struct {
+	items  []*Item // in history order
+	infos  []entryWords
+	index  map[windowKey]int
+	byWord map[string][]int // the rare words' entries, in history order
+	counts []int            // scratch: shared words per newer entry
+	memo   map[windowKey]bool
+}
+
+// newCorrections indexes items, the candidates in history order.
+func newCorrections(items []*Item) *corrections {
+	c := &corrections{items: items, infos: make([]entryWords, len(items)),
+		index: make(map[windowKey]int, len(items)), counts: make([]int, len(items)), memo: make(map[windowKey]bool)}
+	df := make(map[string]int32, 4*len(items))
 	for i, it := range items {
+		c.index[windowKey{it.Index, it.Span[0]}] = i
 		for _, t := range it.Terms {
-			if strings.IndexFunc(t, unicode.IsDigit) < 0 {
-				infos[i].words = append(infos[i].words, t)
+			if !hasDigit(t) {
+				c.infos[i].words = append(c.infos[i].words, t)
 				df[t]++
 			}
 		}
 	}
-	// Numbers and slots are read only for the entries that share words
-	// with a newer one, once each.
-	read := make([]bool, len(items))
-	numbers := func(i int) *entryWords {
-		if !read[i] {
-			read[i] = true
-			if text := items[i].Excerpt; strings.ContainsAny(text, "0123456789") || hasUnspaced(text) {
-				for _, w := range splitWords(text, nil) {
-					if strings.IndexFunc(w, unicode.IsDigit) >= 0 {
-						infos[i].numbers = append(infos[i].numbers, w)
-					}
-				}
-			}
-		}
-		return &infos[i]
-	}
-	slotted := make([]bool, len(items))
-	slots := func(i int) map[string][]string {
-		if !slotted[i] {
-			slotted[i] = true
-			infos[i].slots = numberSlots(items[i].Excerpt)
-		}
-		return infos[i].slots
-	}
-	maxDF := max(2, int(supersedeMaxShare*float64(len(items))))
-	byWord := make(map[string][]int)
+	maxDF := int32(max(2, int(supersedeMaxShare*float64(len(items)))))
+	c.byWord = make(map[string][]int, len(df))
 	for i := range items {
-		for _, w := range infos[i].words {
+		if items[i].Role != RoleUser {
+			continue // only the user's entries correct
+		}
+		for _, w := range c.infos[i].words {
 			if df[w] <= maxDF {
-				byWord[w] = append(byWord[w], i)
+				c.byWord[w] = append(c.byWord[w], i)
 			}
 		}
 	}
-	out := make(map[windowKey]bool)
-	shared := make(map[int]int)
-	for y, newer := range items {
-		if newer.Role != RoleUser || len(infos[y].words) == 0 {
-			continue
-		}
-		clear(shared)
-		for _, w := range infos[y].words {
-			for _, x := range byWord[w] {
-				if x != y && newer.Newer(items[x]) {
-					shared[x]++
-				}
-			}
-		}
-		if len(shared) == 0 {
-			continue
-		}
-		iy := numbers(y)
-		cue, cueRead := false, false
-		for x, n := range shared {
-			older, ix := items[x], numbers(x)
-			if len(ix.numbers) == 0 || float64(n) < supersedeOverlap*float64(min(len(ix.words), len(iy.words))) {
+	return c
+}
+
+// superseded reports whether a newer user entry among the candidates
+// corrects it.
+func (c *corrections) superseded(it *Item) bool {
+	k := windowKey{it.Index, it.Span[0]}
+	if v, ok := c.memo[k]; ok {
+		return v
+	}
+	v := c.find(it)
+	c.memo[k] = v
+	return v
+}
+
+func (c *corrections) find(it *Item) bool {
+	x, ok := c.index[windowKey{it.Index, it.Span[0]}]
+	if !ok {
+		return false
+	}
+	ix := c.numbers(x)
+	if len(ix.numbers) == 0 {
+		return false
+	}
+	// Count the rare words each newer user entry shares with it.
+	var touched []int
+	for _, w := range ix.words {
+		for _, y := range c.byWord[w] {
+			if y == x || !c.items[y].Newer(it) {
 				continue
 			}
-			if !cueRead {
-				cue, cueRead = correction(newer.Excerpt), true
+			if c.counts[y] == 0 {
+				touched = append(touched, y)
 			}
-			switch {
-			case cue:
-			case n >= 2 && differ(ix.numbers, iy.numbers) && sharesSlot(slots(x), slots(y)):
-			default:
-				continue
-			}
-			out[windowKey{older.Index, older.Span[0]}] = true
+			c.counts[y]++
+		}
+	}
+	found := false
+	for _, y := range touched {
+		n := c.counts[y]
+		c.counts[y] = 0
+		if found {
+			continue
+		}
+		iy := c.numbers(y)
+		if float64(n) < supersedeOverlap*float64(min(len(ix.words), len(iy.words))) {
+			continue
+		}
+		if !iy.cueOK {
+			iy.cue, iy.cueOK = correction(c.items[y].Excerpt), true
+		}
+		found = iy.cue || n >= 2 && differ(ix.numbers, iy.numbers) && sharesSlot(c.slots(x), c.slots(y))
+	}
+	return found
+}
+
+// numbers returns entry i's words with their numbers read.
+func (c *corrections) numbers(i int) *entryWords {
+	e := &c.infos[i]
+	if !e.read {
+		e.read = true
+		e.numbers = numbersOf(c.items[i].Excerpt)
+	}
+	return e
+}
+
+// slots returns entry i's number slots.
+func (c *corrections) slots(i int) map[string][]string {
+	e := &c.infos[i]
+	if !e.slotted {
+		e.slotted = true
+		e.slots = numberSlots(c.items[i].Excerpt)
+	}
+	return e.slots
+}
+
+// numbersOf returns the words of text that hold a digit, lower-cased.
+func numbersOf(text string) []string {
+	var out []string
+	for i := 0; i < len(text); {
+		start, end := nextWord(text, i)
+		if start < 0 {
+			break
+		}
+		i = end
+		if w := text[start:end]; hasDigit(w) {
+			out = append(out, normaliseWord(w))
 		}
 	}
 	return out
 }
+
+func hasDigit(s string) bool { return strings.IndexFunc(s, unicode.IsDigit) >= 0 }
 
 // sharesSlot reports whether a word stands by a number in both.
 func sharesSlot(older, newer map[string][]string) bool {
@@ -150,7 +202,7 @@ func numberSlots(text string) map[string][]string {
 	st := newStemmer(guessLanguage(words))
 	for _, w := range words {
 		switch {
-		case strings.IndexFunc(w, unicode.IsDigit) >= 0:
+		case hasDigit(w):
 			ws = append(ws, word{w, true})
 		case calendarWords[w] || hasUnspaced(w):
 		default:

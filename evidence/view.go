@@ -121,7 +121,7 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 	for cl := range numClasses {
 		all = append(all, classes[cl]...)
 	}
-	gone := superseded(uniqueItems(all))
+	fixed := newCorrections(uniqueItems(all))
 
 	// The rendered size is the empty envelope's (with omitted_entries as
 	// large as it can be), each entry's, and a comma between two entries of
@@ -139,7 +139,7 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 		if count[it.Bucket] > 0 {
 			cost++ // the comma
 		}
-		if shown[k] || gone[k] || used+cost > maxBytes {
+		if shown[k] || used+cost > maxBytes || fixed.superseded(it) {
 			return false
 		}
 		shown[k] = true
