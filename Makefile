@@ -16,6 +16,7 @@ dev: ## run recall with embedded defaults (NATS in-process, Postgres from DATABA
 .PHONY: test
 test: ## run every test, with the race detector, against the machine's Postgres and NATS
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: test-short
@@ -39,8 +40,9 @@ eval: ## evidence quality report over the fixtures
 	$(GO) run ./cmd/recall eval
 
 .PHONY: lint
-lint: ## vet and gofmt
+lint: ## vet, staticcheck and gofmt
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
 .PHONY: example-langgraph

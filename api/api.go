@@ -238,6 +238,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		users:          c.Users,
 	}
 	h.waiters = newWaiters(src, c.Notifier, c.MaxWaiters, c.ReadTimeout)
+	h.metrics.MaxWaiters.Set(float64(c.MaxWaiters))
 	h.mux.HandleFunc(routeEvidence, h.handle(h.getEvidence))
 	h.mux.HandleFunc(routeSearch, h.handle(h.searchEvidence))
 	h.mux.HandleFunc(routeDelete, h.handle(h.deleteConversation))

@@ -71,14 +71,19 @@ func waitGauge(t *testing.T, b *testBundle, n float64) {
 	}
 }
 
-// TestWaiterCap: past MaxWaiters waiting requests, a request that would
-// wait is answered 429 with Retry-After at once; one that needs no wait is
-// still answered; when waiters leave, requests may wait again.
+// TestWaiterCap: the handler exports its MaxWaiters; past MaxWaiters
+// waiting requests, a request that would wait is answered 429 with
+// Retry-After at once; one that needs no wait is still answered; when
+// waiters leave, requests may wait again.
 func TestWaiterCap(t *testing.T) {
 	t.Parallel()
 	src := newFakeSource()
 	b := setupWith(t, src, src, api.Config{MaxWaiters: 3})
 	b.src = src
+	// Alerts compare the waiters with the limit the process exports.
+	if got := gauge(t, b.metrics.MaxWaiters); got != 3 {
+		t.Errorf("recall_http_max_waiters = %v, want 3", got)
+	}
 	srv := serve(t, b.h)
 	tok := userToken(t, "u-42")
 	src.set(stateAt("u-42", "c-7", 1, 1))

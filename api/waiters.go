@@ -168,10 +168,10 @@ func (c *watch) request(f floor) uint64 {
 
 // latest returns the newest read's result and the channel closed by the
 // next one.
-func (c *watch) latest() (gen uint64, rec evidence.Record, err error, changed <-chan struct{}) {
+func (c *watch) latest() (gen uint64, rec evidence.Record, changed <-chan struct{}, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.gen, c.rec, c.err, c.changed
+	return c.gen, c.rec, c.changed, c.err
 }
 
 // wait returns the key's record once its cursor reaches q.minCursor, or
@@ -194,7 +194,7 @@ func (h *Handler) wait(ctx context.Context, k waitKey, q evidenceQuery, drained 
 		}
 	}()
 	for {
-		gen, rec, err, changed := c.latest()
+		gen, rec, changed, err := c.latest()
 		if gen >= need {
 			if err != nil {
 				return rec, err

@@ -53,6 +53,7 @@ func (e *env) riverBest(ctx context.Context, total int) (float64, riverSetting, 
 	for _, s := range riverSettings {
 		rate, err := e.riverRun(ctx, s, total)
 		if err != nil {
+			//lint:ignore ST1005 begins with a proper noun (River), which ST1005 allows but cannot tell from a capitalized word
 			return 0, at, fmt.Errorf("River at its best (%v): %w", s, err)
 		}
 		if rate > best {

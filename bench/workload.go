@@ -161,17 +161,6 @@ type asyncPublisher struct {
 	futures []jetstream.PubAckFuture
 }
 
-func (p *asyncPublisher) publish(eventID string, data []byte) error {
-	msg := &nats.Msg{Subject: p.subject, Data: data, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, eventID)
-	f, err := p.js.PublishMsgAsync(msg)
-	if err != nil {
-		return fmt.Errorf("publish %s: %w", eventID, err)
-	}
-	p.futures = append(p.futures, f)
-	return nil
-}
-
 // wait waits for every acknowledgement and returns the first failure.
 func (p *asyncPublisher) wait(ctx context.Context) error {
 	select {

@@ -466,42 +466,6 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
-// foldTexts folds msgs (role, id and text) and one last request as one
-// history, with cfg, and returns the state.
-func foldTexts(t *testing.T, cfg *evidence.Config, msgs ...evidence.Message) evidence.State {
-	t.Helper()
-	history := append(append([]evidence.Message(nil), msgs...), user("last", "go on"))
-	for i := range history {
-		raw, _ := json.Marshal(map[string]string{"role": string(history[i].Role), "id": history[i].ID, "content": history[i].Text})
-		m, err := evidence.DecodeMessage(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		history[i] = m
-	}
-	s, _, err := evidence.Fold(evidence.NewState(), history, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func user(id, text string) evidence.Message {
-	return evidence.Message{Role: evidence.RoleUser, ID: id, Text: text}
-}
-
-func assistant(id, text string) evidence.Message {
-	return evidence.Message{Role: evidence.RoleAssistant, ID: id, Text: text}
-}
-
-func ids(entries []evidence.Entry) []string {
-	out := []string{}
-	for _, e := range entries {
-		out = append(out, e.MessageID)
-	}
-	return out
-}
-
 // TestProbesAndLongRetention scores probes at their requests and retention
 // over long conversations: a fact shown for its probe counts, one evicted
 // before it does not, and only conversations of LongMessages messages count

@@ -306,7 +306,7 @@ type Candidates struct {
 // The bounds of a candidate selection.
 const (
 	// CandidateLimit bounds Candidates.Recent and each of Candidates.Tiers.
-	CandidateLimit = 128
+	CandidateLimit = 64
 	// RelevantLimit bounds the candidates that share a term with the
 	// request, WindowLimit those that share one with the window only.
 	RelevantLimit = 192

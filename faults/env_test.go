@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -255,11 +254,4 @@ func requireOracle(t *testing.T, v verdict) {
 			t.Errorf("  %s", d)
 		}
 	}
-}
-
-func getenvDefault(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

@@ -104,12 +104,10 @@ func TestTwoPartitionsEndToEnd(t *testing.T) {
 	ns := natstest.Start(t)
 	src, dst := partition.Mapping(prefix, n)
 	pt.Must(t, ns.AddMapping(src, dst))
-	var parts []*pt.Bundle
 	var stores []*store.Store
 	for p := range n {
 		b := pt.NewOn(t, ns.URL(), partition.PartitionSubject(prefix, p), fmt.Sprintf("RECALL_P%d", p))
 		b.StartWorker(2)
-		parts = append(parts, b)
 		stores = append(stores, b.Store)
 	}
 	router, err := partition.NewRouter(stores...)

@@ -57,7 +57,8 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 
 // Migrate creates the database if needed and applies recall's migrations
 // and River's, under an advisory lock so that concurrent callers apply them
-// once. It is idempotent.
+// once. It is idempotent. It logs each migration it applies at info, and
+// nothing above debug when there was none to apply.
 func Migrate(ctx context.Context, databaseURL string, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -102,11 +103,18 @@ func Migrate(ctx context.Context, databaseURL string, logger *slog.Logger) error
 	if err != nil {
 		return fmt.Errorf("apply recall migrations: %w", err)
 	}
+	// Info for what a start changed, debug for the routine check that
+	// found nothing to do.
 	for _, r := range results {
 		logger.InfoContext(ctx, "applied recall migration", slog.Int64("version", r.Source.Version), slog.Duration("took", r.Duration))
 	}
+	if len(results) == 0 {
+		logger.DebugContext(ctx, "recall migrations up to date")
+	}
 
-	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: logger})
+	// River's migrator logs each migration, and that there was none to
+	// apply, at info: at debug here, where recall logs what was applied.
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(debugHandler{logger.Handler()})})
 	if err != nil {
 		return fmt.Errorf("load River migrations: %w", err)
 	}
@@ -115,7 +123,39 @@ func Migrate(ctx context.Context, databaseURL string, logger *slog.Logger) error
 		return fmt.Errorf("apply River migrations: %w", err)
 	}
 	for _, v := range res.Versions {
-		logger.InfoContext(ctx, "applied River migration", slog.Int("version", v.Version))
+		logger.InfoContext(ctx, "applied River migration", slog.Int("version", v.Version), slog.Duration("took", v.Duration))
+	}
+	if len(res.Versions) == 0 {
+		logger.DebugContext(ctx, "River migrations up to date")
 	}
 	return nil
+}
+
+// debugHandler writes a library's info records at debug; warnings and
+// errors keep their level.
+type debugHandler struct{ slog.Handler }
+
+func (h debugHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.Handler.Enabled(ctx, demote(level))
+}
+
+func (h debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h debugHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return debugHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h debugHandler) WithGroup(name string) slog.Handler {
+	return debugHandler{h.Handler.WithGroup(name)}
+}
+
+// demote lowers the levels below warn to debug.
+func demote(level slog.Level) slog.Level {
+	if level < slog.LevelWarn {
+		return min(level, slog.LevelDebug)
+	}
+	return level
 }

@@ -34,6 +34,10 @@ type Metrics struct {
 	HTTPSeconds *prometheus.HistogramVec
 	// Waiters is the number of long-poll requests waiting for a cursor.
 	Waiters prometheus.Gauge
+	// MaxWaiters is the most requests that may wait at once
+	// (RECALL_MAX_WAITERS); more are answered 429. Alerts compare Waiters
+	// with it.
+	MaxWaiters prometheus.Gauge
 	// ContextRequests counts context assemblies by outcome (assembled,
 	// budget_too_small, cannot_compact, invalid).
 	ContextRequests *prometheus.CounterVec
@@ -85,6 +89,9 @@ func New() *Metrics {
 		Waiters: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "recall_http_waiters", Help: "Long-poll requests waiting for a cursor.",
 		}),
+		MaxWaiters: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "recall_http_max_waiters", Help: "Long-poll requests that may wait at once (RECALL_MAX_WAITERS); more are answered 429.",
+		}),
 		ContextRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "recall_context_requests_total", Help: "Context assemblies by outcome.",
 		}, []string{"outcome"}),
@@ -103,7 +110,7 @@ func New() *Metrics {
 		}, []string{"evidence"}),
 	}
 	reg.MustRegister(m.Events, m.IngestSeconds, m.Extractions, m.ExtractionSeconds, m.SummarisedMessages,
-		m.StateLagSeconds, m.HTTPRequests, m.HTTPSeconds, m.Waiters,
+		m.StateLagSeconds, m.HTTPRequests, m.HTTPSeconds, m.Waiters, m.MaxWaiters,
 		m.ContextRequests, m.ContextTokens, m.ContextDroppedTurns, m.ContextCompactedToolResults, m.ContextEvidence)
 	return m
 }

@@ -65,6 +65,11 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The banner comes first: routine logs of the start (migrations, the
+	// worker, the listener) wait for it. Warnings and errors do not.
+	var hold logHold
+	logger = hold.logger(logger.Handler())
+	defer hold.release(ctx)
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return fmt.Errorf("create the data folder: %w", err)
 	}
@@ -76,6 +81,7 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 		if err := pingPostgres(ctx, cfg.DatabaseURL); err != nil {
 			switch {
 			case !unreachable(err):
+				//lint:ignore ST1005 begins with a proper noun (Postgres), which ST1005 allows but cannot tell from a capitalized word
 				return fmt.Errorf("Postgres at %s answered with an error: %w", redact.ConnString(cfg.DatabaseURL), err)
 			case cfg.DatabaseURLSet:
 				// A URL the user chose is not silently replaced.
@@ -174,6 +180,7 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	printDevBanner(env, app.Addr, cfg.NATSURL, cfg.DatabaseURL, *dataDir, token)
+	hold.release(ctx)
 	<-ctx.Done()
 	return app.stop(logger)
 }

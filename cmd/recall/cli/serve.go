@@ -279,6 +279,7 @@ func (a *app) startRiverUI(ctx context.Context, rc *river.Client[pgx.Tx]) error 
 	if rc == nil {
 		var err error
 		if rc, err = jobs.NewInserter(a.pool, a.logger); err != nil {
+			//lint:ignore ST1005 begins with a proper noun (River UI), which ST1005 allows but cannot tell from a capitalized word
 			return fmt.Errorf("River UI: %w", err)
 		}
 	}
@@ -290,11 +291,13 @@ func (a *app) startRiverUI(ctx context.Context, rc *river.Client[pgx.Tx]) error 
 		Logger:                   a.logger,
 	})
 	if err != nil {
+		//lint:ignore ST1005 begins with a proper noun (River UI), which ST1005 allows but cannot tell from a capitalized word
 		return fmt.Errorf("River UI: %w", err)
 	}
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopUI = stopUI
 	if err := ui.Start(uiCtx); err != nil {
+		//lint:ignore ST1005 begins with a proper noun (River UI), which ST1005 allows but cannot tell from a capitalized word
 		return fmt.Errorf("River UI: %w", err)
 	}
 	ln, err := net.Listen("tcp", a.cfg.RiverUIAddr)
