@@ -113,22 +113,7 @@ func appendEnvelopeAs(b []byte, omitted int, bs *Buckets, model bool) []byte {
 // appendModelMembers writes the buckets as appendBucketMembers does, each
 // entry as its model line.
 func appendModelMembers(b []byte, bs *Buckets) []byte {
-	for i := range numBuckets {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, bucketNames[i]...)
-		b = append(b, `":[`...)
-		for j, e := range *bs.Get(i) {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendModelLine(b, &e)
-		}
-		b = append(b, ']')
-	}
-	return b
+	return appendMembers(b, bs, appendModelLine)
 }
 
 // ModelLine returns the text of e in the focus profile's evidence message:
@@ -168,6 +153,11 @@ func modelLineLen(e *Entry) int {
 
 // appendBucketMembers writes "constraints":[…],…,"recent_context":[…].
 func appendBucketMembers(b []byte, bs *Buckets) []byte {
+	return appendMembers(b, bs, appendEntry)
+}
+
+// appendMembers writes the buckets with appendOne writing each entry.
+func appendMembers(b []byte, bs *Buckets, appendOne func([]byte, *Entry) []byte) []byte {
 	for i := range numBuckets {
 		if i > 0 {
 			b = append(b, ',')
@@ -175,11 +165,11 @@ func appendBucketMembers(b []byte, bs *Buckets) []byte {
 		b = append(b, '"')
 		b = append(b, bucketNames[i]...)
 		b = append(b, `":[`...)
-		for j, e := range *bs.Get(i) {
+		for j := range *bs.Get(i) {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = appendEntry(b, &e)
+			b = appendOne(b, &(*bs.Get(i))[j])
 		}
 		b = append(b, ']')
 	}
