@@ -14,6 +14,10 @@
 //     POST …/evidence/search on it beside GET …/evidence.
 //  7. context assembly: assemble.Build's latency on a 1 MB checkpoint, and
 //     POST …/context beside a handler that only decodes the same body.
+//  8. users: GET …/evidence with RS256 tokens verified through a JWKS
+//     beside HS256 tokens; the export of a user with 100 conversations
+//     and 200,000 archive entries from a child `recall api` (its rate and
+//     the child's RSS growth), and the deletion of that user.
 //
 // It works in a throwaway database with a unique name and on JetStream
 // streams and subjects of its own, and removes them at the end.
@@ -55,10 +59,11 @@ const (
 	ScenarioMemory   = "memory"   // 5
 	ScenarioSearch   = "search"   // 6
 	ScenarioContext  = "context"  // 7
+	ScenarioUsers    = "users"    // 8: export, deletion, JWKS
 )
 
 // Scenarios lists every scenario in the order they run.
-var Scenarios = []string{ScenarioPipeline, ScenarioLag, ScenarioCost, ScenarioRead, ScenarioMemory, ScenarioSearch, ScenarioContext}
+var Scenarios = []string{ScenarioPipeline, ScenarioLag, ScenarioCost, ScenarioRead, ScenarioMemory, ScenarioSearch, ScenarioContext, ScenarioUsers}
 
 // Config configures a run.
 type Config struct {
@@ -85,7 +90,8 @@ type Config struct {
 	// Scenarios selects the scenarios to run. Defaults to all of them.
 	Scenarios []string
 	// Executable is the recall binary run as the child worker of the memory
-	// scenario ("recall worker"). Defaults to os.Executable().
+	// scenario ("recall worker") and the child API of the users scenario
+	// ("recall api"). Defaults to os.Executable().
 	Executable string
 	// Progress receives a line per step. Defaults to discarding.
 	Progress io.Writer
@@ -119,6 +125,9 @@ type sizes struct {
 	bestJobs                    int           // River at its best: jobs per setting tried
 	commitDuration              time.Duration // the commit limit's run
 	digestRounds                int
+	usersConvs, usersEntries    int // the users scenario's user
+	usersClients                int
+	exportRounds                int
 }
 
 func sizesFor(cfg *Config) sizes {
@@ -130,7 +139,8 @@ func sizesFor(cfg *Config) sizes {
 			readRounds: 1, readDuration: 300 * time.Millisecond, readClients: 64,
 			bigEvent: 1 << 20, memConvs: 20, memTurns: 4, bestJobs: 2000, commitDuration: 300 * time.Millisecond, digestRounds: 3,
 			searchEntries: 400, searchTurns: 2, searchClients: 4,
-			contextCalls: 20, contextRounds: 1, contextDuration: 300 * time.Millisecond, contextClients: 2}
+			contextCalls: 20, contextRounds: 1, contextDuration: 300 * time.Millisecond, contextClients: 2,
+			usersConvs: 4, usersEntries: 400, usersClients: 4, exportRounds: 1}
 	case cfg.Quick:
 		return sizes{convs: 300, users: 30, turns: 10, trials: 1, burst: 100,
 			lagDuration: 5 * time.Second, lagTurns: 10, lagBurstRounds: 25,
@@ -138,7 +148,8 @@ func sizesFor(cfg *Config) sizes {
 			readRounds: 2, readDuration: time.Second, readClients: 64,
 			bigEvent: 8 << 20, memConvs: 300, memTurns: 10, bestJobs: 10000, commitDuration: 2 * time.Second, digestRounds: 15,
 			searchEntries: 20000, searchTurns: 9, searchClients: 16,
-			contextCalls: 300, contextRounds: 2, contextDuration: 2 * time.Second, contextClients: 4}
+			contextCalls: 300, contextRounds: 2, contextDuration: 2 * time.Second, contextClients: 4,
+			usersConvs: 20, usersEntries: 20000, usersClients: 16, exportRounds: 3}
 	}
 	return sizes{convs: 1000, users: 100, turns: 20, trials: 3, burst: 100,
 		lagDuration: 20 * time.Second, lagTurns: 20, lagBurstRounds: 60,
@@ -146,7 +157,8 @@ func sizesFor(cfg *Config) sizes {
 		readRounds: 5, readDuration: 3 * time.Second, readClients: 64,
 		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20, bestJobs: 30000, commitDuration: 5 * time.Second, digestRounds: 41,
 		searchEntries: 20000, searchTurns: 25, searchClients: 16,
-		contextCalls: 1000, contextRounds: 5, contextDuration: 3 * time.Second, contextClients: 4}
+		contextCalls: 1000, contextRounds: 5, contextDuration: 3 * time.Second, contextClients: 4,
+		usersConvs: 100, usersEntries: 200000, usersClients: 16, exportRounds: 3}
 }
 
 // Run runs the selected scenarios and returns their figures.
@@ -172,9 +184,9 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
-	if c.Executable == "" && slices.Contains(c.Scenarios, ScenarioMemory) {
+	if c.Executable == "" && (slices.Contains(c.Scenarios, ScenarioMemory) || slices.Contains(c.Scenarios, ScenarioUsers)) {
 		if c.Executable, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("bench: find the recall executable for the child worker: %w", err)
+			return nil, fmt.Errorf("bench: find the recall executable for the child worker and API: %w", err)
 		}
 	}
 
@@ -219,6 +231,9 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 		return nil, err
 	}
 	if err := run(ScenarioContext, e.contextScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioUsers, e.usersScenario); err != nil {
 		return nil, err
 	}
 	res.DurationS = time.Since(started).Seconds()

@@ -53,6 +53,7 @@ func TestBenchCommand(t *testing.T) {
 		"search_archive_entries", "append_20k_archive_ms", "append_10_messages_ms", "append_cost_ratio_20k_archive",
 		"search_p50_ms", "search_p99_ms", "search_requests_per_s", "search_baseline_get_p99_ms",
 		"context_build_p99_ms", "context_requests_per_s", "context_baseline_requests_per_s", "context_ratio",
+		"users_archive_entries", "export_mb_per_s", "delete_user_seconds", "jwks_requests_per_s", "jwks_read_ratio",
 	} {
 		v, ok := res[field].(float64)
 		if !ok || v <= 0 {

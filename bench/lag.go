@@ -49,6 +49,12 @@ func (e *env) startQuietAPI(ctx context.Context) (*apiServer, error) {
 }
 
 func (e *env) startAPI(ctx context.Context, src api.Source) (*apiServer, error) {
+	return e.startAPIWithIdP(ctx, src, nil)
+}
+
+// startAPIWithIdP serves the API as startAPI does, trusting idp's tokens
+// beside the HS256 ones when idp is not nil.
+func (e *env) startAPIWithIdP(ctx context.Context, src api.Source, idp *api.IdentityProvider) (*apiServer, error) {
 	s := &apiServer{secret: make([]byte, 32)}
 	_, _ = rand.Read(s.secret)
 	var err error
@@ -60,7 +66,7 @@ func (e *env) startAPI(ctx context.Context, src api.Source) (*apiServer, error) 
 	}
 	// Every event of the lag scenario has its waiting reader: the waiter
 	// cap, which sheds load in production, is not what is measured.
-	s.handler, err = api.New(src, &api.Config{JWTSecret: s.secret, Notifier: s.listener, Metrics: metrics.New(), Logger: e.logger,
+	s.handler, err = api.New(src, &api.Config{JWTSecret: s.secret, IdentityProvider: idp, Notifier: s.listener, Metrics: metrics.New(), Logger: e.logger,
 		MaxWaiters: 1 << 20})
 	if err != nil {
 		s.close()

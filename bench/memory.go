@@ -137,7 +137,7 @@ func (e *env) memoryScenario(ctx context.Context, res *Result) error {
 
 func mib(bytes int) float64 { return float64(bytes) / (1 << 20) }
 
-// child is a `recall worker` process.
+// child is a `recall worker` or `recall api` process.
 type child struct {
 	cmd    *exec.Cmd
 	stderr *tailBuffer
@@ -147,25 +147,33 @@ type child struct {
 }
 
 func (e *env) startChild(ctx context.Context, natsURL, stream, subject string) (*child, error) {
-	cmd := exec.Command(e.cfg.Executable, "worker")
-	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+e.dbURL,
+	return e.spawn("worker",
 		"NATS_URL="+natsURL,
 		"RECALL_STREAM="+stream,
 		"RECALL_SUBJECT="+subject,
 		"RECALL_CONCURRENCY="+strconv.Itoa(e.cfg.Concurrency),
 		"RECALL_MAX_EVENT_BYTES="+strconv.Itoa(max(16<<20, 2*e.sz.bigEvent)),
+	)
+}
+
+// spawn starts `recall <command>` on the run's database, with env added to
+// the environment.
+func (e *env) spawn(command string, env ...string) (*child, error) {
+	cmd := exec.Command(e.cfg.Executable, command)
+	cmd.Env = append(os.Environ(),
+		"DATABASE_URL="+e.dbURL,
 		"RECALL_NO_MIGRATE=1",
 		"RECALL_LOG_FORMAT=json",
 		"RECALL_LOG_LEVEL=warn",
 		"RECALL_SHUTDOWN_TIMEOUT=10s",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	c := &child{cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = c.stderr, c.stderr
 	// The child dies with the benchmark, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s worker: %w", e.cfg.Executable, err)
+		return nil, fmt.Errorf("start %s %s: %w", e.cfg.Executable, command, err)
 	}
 	go func() { c.err = cmd.Wait(); close(c.done) }()
 	return c, nil
@@ -199,12 +207,12 @@ func (c *child) stop() error {
 		select {
 		case <-c.done:
 			if c.err != nil {
-				err = fmt.Errorf("the child worker: %v\n%s", c.err, c.logs())
+				err = fmt.Errorf("the child %s: %v\n%s", c.cmd.Args[1], c.err, c.logs())
 			}
 		case <-time.After(20 * time.Second):
 			_ = c.cmd.Process.Kill()
 			<-c.done
-			err = fmt.Errorf("the child worker did not drain within 20s\n%s", c.logs())
+			err = fmt.Errorf("the child %s did not drain within 20s\n%s", c.cmd.Args[1], c.logs())
 		}
 	})
 	return err

@@ -166,6 +166,31 @@ type Result struct {
 	WorkerRSSPipelineMiB     float64 `json:"worker_rss_pipeline_mib"`
 	MemoryPipelineEventsPerS float64 `json:"memory_pipeline_events_per_s"`
 
+	// Scenario 8: users. One user's UsersConversations conversations,
+	// holding UsersArchiveEntries archive entries in all.
+	UsersConversations  int `json:"users_conversations"`
+	UsersArchiveEntries int `json:"users_archive_entries"`
+	// GET /v1/users/{user_id}/export of that user from a child `recall
+	// api`: ExportBytes of NDJSON, at ExportMBPerS (median of the rounds),
+	// and the child's largest RSS growth while streaming, measured as
+	// ExportMemoryMethod says.
+	ExportBytes        int     `json:"export_bytes"`
+	ExportMBPerS       float64 `json:"export_mb_per_s"`
+	ExportRSSGrowthMiB float64 `json:"export_rss_growth_mib"`
+	ExportMemoryMethod string  `json:"export_memory_method,omitempty"`
+	// DeleteUserSeconds is the duration of DELETE /v1/users/{user_id} of
+	// that user, through the same child.
+	DeleteUserSeconds float64 `json:"delete_user_seconds"`
+	// GET …/evidence of the user's conversations from JWKSClients loopback
+	// clients through the API in process, with an RS256 token verified
+	// with the key of a JWKS served in process (JWKSRequestsPerS) beside
+	// an HS256 token (JWKSHS256RequestsPerS); JWKSReadRatio is the median
+	// of the first over the second.
+	JWKSClients           int     `json:"jwks_clients"`
+	JWKSRequestsPerS      float64 `json:"jwks_requests_per_s"`
+	JWKSHS256RequestsPerS float64 `json:"jwks_hs256_requests_per_s"`
+	JWKSReadRatio         float64 `json:"jwks_read_ratio"`
+
 	// SQL is the client-side time of the statements of each scenario, with
 	// Config.SQLStats.
 	SQL []SQLStat `json:"sql,omitempty"`
@@ -204,6 +229,10 @@ const (
 	TargetSearchP99Ms        = 25
 	TargetContextBuildMs     = 5
 	TargetContextRatio       = 0.5
+	TargetExportMBPerS       = 20
+	TargetExportRSSGrowthMiB = 32
+	TargetDeleteUserSeconds  = 5
+	TargetJWKSReadRatio      = 0.9
 	targetMet, targetMiss    = "met", "MISSED"
 )
 
@@ -304,6 +333,19 @@ func (r *Result) WriteTable(w io.Writer) error {
 			r.ContextClients, r.ContextRequestsPerS, r.ContextP99Ms, r.ContextBaselineRequestsPerS, r.ContextBaselineP99Ms, r.ContextRatio,
 			TargetContextRatio, verdict(r.ContextRatio >= TargetContextRatio))
 	}
+	if r.JWKSClients > 0 {
+		fmt.Fprintf(tw, "8 GET …/evidence with RS256 tokens through a JWKS, %d clients\t%.0f req/s\t%.0f req/s with HS256 tokens\t%.2f\t≥ %.1f %s\t\n",
+			r.JWKSClients, r.JWKSRequestsPerS, r.JWKSHS256RequestsPerS, r.JWKSReadRatio, TargetJWKSReadRatio, verdict(r.JWKSReadRatio >= TargetJWKSReadRatio))
+	}
+	if r.ExportBytes > 0 {
+		fmt.Fprintf(tw, "  GET …/export, %d conv, %d entries, %.1f MB\t%.1f MB/s\t\t\t≥ %d MB/s %s\t\n",
+			r.UsersConversations, r.UsersArchiveEntries, float64(r.ExportBytes)/1e6, r.ExportMBPerS,
+			TargetExportMBPerS, verdict(r.ExportMBPerS >= TargetExportMBPerS))
+		fmt.Fprintf(tw, "  the API's RSS growth while streaming\t%.1f MiB\t\t\t< %d MiB %s\t\n",
+			r.ExportRSSGrowthMiB, TargetExportRSSGrowthMiB, verdict(r.ExportRSSGrowthMiB < TargetExportRSSGrowthMiB))
+		fmt.Fprintf(tw, "  DELETE /v1/users/{user_id} of that user\t%.2f s\t\t\t< %d s %s\t\n",
+			r.DeleteUserSeconds, TargetDeleteUserSeconds, verdict(r.DeleteUserSeconds < TargetDeleteUserSeconds))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -363,6 +405,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if r.MemoryMethod != "" {
 		notes = append(notes, "memory: "+r.MemoryMethod+"; the snapshot goes through an in-process NATS server with max_payload raised")
+	}
+	if r.JWKSClients > 0 {
+		notes = append(notes, "users: the user's conversations are written through the store, as search's are; GET …/evidence runs in process, "+
+			"and the API's token cache serves either kind of token after its first verification, so the JWKS ratio is of the whole request path")
+	}
+	if r.ExportMemoryMethod != "" {
+		notes = append(notes, "users: export and deletion from a "+r.ExportMemoryMethod)
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(w, "\nnotes: %s\n", strings.Join(notes, "; "))
