@@ -54,6 +54,9 @@ func TestTerms(t *testing.T) {
 		{"Il faut que je retrouve l'état des lieux", []string{"faut", "lieux", "retrouv", "état"}},
 		{"Mert'e bir not yaz, Mert kesiyor", []string{"kesiyor", "mert", "yaz"}},
 		{"dont use printwise they flaked", []string{"flake", "printwis", "use"}},
+		// No stop word: the letters tell the language, so both stem alike.
+		{"Вылетать хочу 13 сентября", []string{"13", "вылета", "сентябр", "хоч"}},
+		{"вылет переносим на 11 сентября", []string{"11", "вылет", "перенос", "сентябр"}},
 		{"会場は東京", []string{"は東", "会場", "場は", "東京"}},
 		{"the a is", nil},
 	}

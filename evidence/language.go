@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/blevesearch/snowballstem"
 	"github.com/blevesearch/snowballstem/dutch"
@@ -91,7 +92,9 @@ var stopWords = func() map[string]bool {
 }()
 
 // guessLanguage returns the language whose stop words the words hold most
-// often (the first of the list on a tie), or nil when they hold none.
+// often (the first of the list on a tie); when they hold none, the language
+// their letters give away (Cyrillic: Russian; ğ, ş or ı: Turkish; ß:
+// German), else nil.
 func guessLanguage(words []string) *language {
 	var best *language
 	most := 0
@@ -106,7 +109,31 @@ func guessLanguage(words []string) *language {
 			best, most = l, n
 		}
 	}
-	return best
+	if best != nil {
+		return best
+	}
+	for _, w := range words {
+		for _, r := range w {
+			switch {
+			case unicode.Is(unicode.Cyrillic, r):
+				return languageNamed("russian")
+			case r == 'ğ' || r == 'ş' || r == 'ı':
+				return languageNamed("turkish")
+			case r == 'ß':
+				return languageNamed("german")
+			}
+		}
+	}
+	return nil
+}
+
+func languageNamed(name string) *language {
+	for _, l := range languages {
+		if l.name == name {
+			return l
+		}
+	}
+	return nil
 }
 
 // stemmer turns words into terms in one language.
