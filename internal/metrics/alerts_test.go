@@ -67,24 +67,32 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	t.Parallel()
 	exported := exportedSeries(t, metrics.New())
 	for _, r := range readRules(t) {
-		sels, err := selectors(r.Expr)
-		if err != nil {
-			t.Errorf("%s: %v", r.Alert, err)
+		checkExported(t, exported, r.Alert, r.Expr)
+	}
+}
+
+// checkExported fails t for each series expr selects that exported (from
+// exportedSeries) lacks, or selects by a label it does not carry, and if
+// expr selects no series at all. what names expr in the messages.
+func checkExported(t *testing.T, exported map[string]map[string]bool, what, expr string) {
+	t.Helper()
+	sels, err := selectors(expr)
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	if len(sels) == 0 {
+		t.Errorf("%s: its expression selects no series:\n%s", what, expr)
+	}
+	for _, s := range sels {
+		labels, ok := exported[s.name]
+		if !ok {
+			t.Errorf("%s uses %s, which recall's /metrics does not export", what, s.name)
 			continue
 		}
-		if len(sels) == 0 {
-			t.Errorf("%s: its expression selects no series:\n%s", r.Alert, r.Expr)
-		}
-		for _, s := range sels {
-			labels, ok := exported[s.name]
-			if !ok {
-				t.Errorf("%s uses %s, which recall's /metrics does not export", r.Alert, s.name)
-				continue
-			}
-			for _, l := range s.labels {
-				if !labels[l] && !targetLabels[l] {
-					t.Errorf("%s selects %s by label %q, which it does not carry (it has %v)", r.Alert, s.name, l, keys(labels))
-				}
+		for _, l := range s.labels {
+			if !labels[l] && !targetLabels[l] {
+				t.Errorf("%s selects %s by label %q, which it does not carry (it has %v)", what, s.name, l, keys(labels))
 			}
 		}
 	}
