@@ -19,9 +19,9 @@ import (
 
 // The salience score's parts.
 const (
-	// specificPoints is what each specific thing a sentence names adds,
-	// the first most: a sentence that names one thing is a fact, one that
-	// names ten is a table row.
+	// specificPoints0 is what the first specific thing a sentence names
+	// adds; each further one adds less: a sentence that names one thing is
+	// a fact, one that names ten is a table row.
 	specificPoints0 = 12
 	// specificStep: each further specific thing adds this much less, down
 	// to 2.
@@ -51,14 +51,11 @@ const (
 	// adds, falling to nothing at message earlyMessages.
 	earlyPoints   = 10
 	earlyMessages = 100
-	// freeRanks: the best this many sentences of a message cost the next
-	// nothing.
-	freeRanks = 0
 )
 
-// densityScale and densityFrame turn a score into a weight: the score per
-// densityScale bytes of excerpt, each excerpt counted densityFrame bytes
-// longer (a short sentence is not free).
+// densityScale and densityFrame turn a score into a weight,
+// score × densityScale ÷ (excerpt bytes + densityFrame): a mild preference
+// for short sentences (a short one is not free: each entry has its frame).
 const (
 	densityScale = 10000
 	densityFrame = 1000
@@ -95,7 +92,7 @@ func scoreItems(items []Item) {
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
 	for rank, i := range order {
-		s := scores[i] - perRankPenalty*max(0, rank-freeRanks)
+		s := scores[i] - perRankPenalty*rank
 		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s, proposals[i])
 		// The weight is the score for the room the entry takes.
 		w := s * densityScale / (len(items[i].Excerpt) + densityFrame)
