@@ -24,13 +24,8 @@ import (
 func TestAPIHasItsOwnPool(t *testing.T) {
 	t.Parallel()
 	ns := natstest.Start(t)
-	secret := strings.Repeat("s", 32)
-	cfg := &config{
-		DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", JWTSecret: secret,
-		Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
-		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
-		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
-	}
+	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
+	secret := cfg.JWTSecret
 	logger := slog.New(slog.DiscardHandler)
 	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
 	if err != nil {
@@ -87,5 +82,16 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 	}
 	if n := a.apiPool.Stat().TotalConns(); n > 3 {
 		t.Errorf("the API pool opened %d connections, more than its bound 3", n)
+	}
+}
+
+// runConfig is the configuration of a `recall run` in tests: worker and
+// API on dbURL and natsURL, a 32-byte secret, small bounds.
+func runConfig(dbURL, natsURL string) *config {
+	return &config{
+		DatabaseURL: dbURL, NATSURL: natsURL, HTTPAddr: "127.0.0.1:0", JWTSecret: strings.Repeat("s", 32),
+		Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
+		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
+		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
 	}
 }

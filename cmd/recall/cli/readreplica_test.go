@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
-	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/devpg"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/testutil/natstest"
@@ -108,13 +107,9 @@ func TestReadReplica(t *testing.T) {
 	}
 
 	ns := natstest.Start(t)
-	secret := strings.Repeat("s", 32)
-	cfg := &config{
-		DatabaseURL: dbURL, ReadDatabaseURL: p.standby.URL("recall"), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", JWTSecret: secret,
-		Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
-		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
-		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
-	}
+	cfg := runConfig(dbURL, ns.URL())
+	cfg.ReadDatabaseURL = p.standby.URL("recall")
+	secret := cfg.JWTSecret
 	logger := slog.New(slog.DiscardHandler)
 	a, err := start(ctx, cfg, roles{worker: true, api: true}, false, logger, nil)
 	if err != nil {

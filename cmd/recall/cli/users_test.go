@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,13 +40,8 @@ type usersRun struct {
 func startUsersRun(t *testing.T) *usersRun {
 	t.Helper()
 	ns := natstest.Start(t)
-	secret := strings.Repeat("s", 32)
-	cfg := &config{
-		DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", JWTSecret: secret,
-		Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
-		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
-		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
-	}
+	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
+	secret := cfg.JWTSecret
 	logger := slog.New(slog.DiscardHandler)
 	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
 	if err != nil {
