@@ -209,6 +209,10 @@ func New(nc *nats.Conn, ing Ingester, cfg *Config) (*Worker, error) {
 		termReason: serverAtLeast(nc.ConnectedServerVersion(), 2, 10, 4)}, nil
 }
 
+// createStreamAttempts bounds how often EnsureStream asks for a stream
+// whose creation timed out.
+const createStreamAttempts = 3
+
 // MaxReplicas is the largest stream replica count JetStream allows.
 const MaxReplicas = 5
 
@@ -223,7 +227,7 @@ const MaxReplicas = 5
 func (w *Worker) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 	s, err := w.js.Stream(ctx, w.cfg.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = w.js.CreateStream(ctx, jetstream.StreamConfig{
+		cfg := jetstream.StreamConfig{
 			Name:       w.cfg.Stream,
 			Subjects:   []string{w.cfg.Subject},
 			Storage:    jetstream.FileStorage,
@@ -232,7 +236,18 @@ func (w *Worker) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 			MaxAge:     w.cfg.MaxAge,
 			Duplicates: w.cfg.Duplicates,
 			Replicas:   w.cfg.Replicas,
-		})
+		}
+		// A cluster that has just started may take longer than one API
+		// request's timeout to place a replicated stream: ask again while
+		// ctx lasts (a request that did create it answers "already in use"
+		// the next time, which is handled below).
+		for attempt := 1; ; attempt++ {
+			s, err = w.js.CreateStream(ctx, cfg)
+			if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || attempt == createStreamAttempts {
+				break
+			}
+			w.logger.WarnContext(ctx, "stream creation timed out; asking again", slog.String("stream", w.cfg.Stream), slog.Int("attempt", attempt))
+		}
 		if err == nil {
 			w.logger.InfoContext(ctx, "stream created", slog.String("stream", w.cfg.Stream), slog.Int("replicas", w.cfg.Replicas))
 			return s, nil
