@@ -8,29 +8,42 @@ import (
 // Corrections supersede. A later statement of the user about the same
 // thing ("we need 11 buses instead of 8", "state bucket goes in eu-west-1
 // instead") takes the place of the earlier one in the view; the archive
-// keeps both. Among a view's candidates, a newer user entry supersedes an
-// older entry that names a number when they share words (names and nouns;
-// not numbers, and not words that many candidates hold), at least a fifth
-// of the shorter one's, and
-//   - the newer one carries a correction cue ("instead", "actually",
-//     "statt", "改成", …), or
-//   - they share two such words, one of them stands next to a number in
-//     both ("8 buses", "11 buses"), and the older one names a number the
-//     newer one does not.
+// keeps both. Among a view's candidates, a newer user entry that is not a
+// question supersedes an older entry that names a number when
+//   - it puts that number aside ("715 €, not 640", "instead of 30", "statt
+//     8") and restates or puts aside every other number of the older one,
+//     sharing a word with it unless the number has three digits or more; or
+//   - it carries a correction cue ("instead", "actually", "statt", "改成", …)
+//     and they share words (names and nouns, not numbers, and not words that
+//     many candidates hold): two at least, and a fifth of the shorter one's
+//     rare words or a third of all its words; or
+//   - it does not add to what was said ("also", "auch"), names a number the
+//     older one does not, shares words with it as above, and a word stands
+//     next to a number in both ("8 buses", "11 buses"): two such words, or one
+//     and a cue.
 //
 // recall cannot see a correction in other words than the fact's ("we
 // planned 180 patients" corrected by "arriviamo a 232 pazienti"), nor one
 // that names no number and no cue ("Series S is the priority SKU", then
 // "PS5 base is the priority SKU now"). In text written without spaces,
-// where words cannot be told apart, only a cue counts.
+// where words cannot be told apart, only a cue counts. A sentence that holds
+// two facts goes as a whole when one of them is corrected.
 
 // supersedeMaxShare: a word that more than this share of the candidates
 // hold says nothing about which thing an entry is about.
 const supersedeMaxShare = 0.02
 
+// supersedeCommonShare: a word that more than this share of the candidates
+// hold is not counted at all.
+const supersedeCommonShare = 0.10
+
 // supersedeOverlap: the share of the shorter entry's words the two must
 // share.
 const supersedeOverlap = 0.2
+
+// slotOverlap: the share of the shorter entry's words, rare or not, the two
+// must share when the rare ones alone are too few.
+const slotOverlap = 0.35
 
 // slotReach is how many words on each side of a number name what it
 // counts.
@@ -39,12 +52,16 @@ const slotReach = 2
 // entryWords is what supersession compares of an entry, read when first
 // needed.
 type entryWords struct {
-	words      []string            // terms without a digit
-	numbers    []string            // words with a digit
-	slots      map[string][]string // a word next to numbers, and those numbers
-	read       bool                // numbers has been read
-	slotted    bool                // slots has been read
-	cue, cueOK bool                // correction cue, and whether it was read
+	words   []string            // terms without a digit
+	numbers []string            // words with a digit
+	slots   map[string][]string // a word next to numbers, and those numbers
+	read    bool                // numbers has been read
+	slotted bool                // slots has been read
+	cueOK   bool                // cue, asks and adds have been read
+	cue     bool                // a correction cue
+	asks    bool                // it is a question
+	adds    bool                // it adds to what was said ("also", "auch")
+	revoked []string            // numbers it names as no longer so ("instead of 30", "pas 640")
 }
 
 // corrections finds, among a view's candidates, the entries a newer user
@@ -55,15 +72,19 @@ type corrections struct {
 	items  []*Item // in history order
 	infos  []entryWords
 	index  map[windowKey]int
-	byWord map[string][]int // the rare words' entries, in history order
-	counts []int            // scratch: shared words per newer entry
-	memo   map[windowKey]bool
+	byWord map[string][]int  // the user's entries of each word not too common, in history order
+	byNum  map[string][]int  // the user's entries of each number, in history order
+	rare   map[string]bool   // the words few candidates hold
+	counts []int             // scratch: shared words per newer entry
+	rares  []int             // scratch: shared rare words per newer entry
+	memo   map[windowKey]int // find's answers
 }
 
 // newCorrections indexes items, the candidates in history order.
 func newCorrections(items []*Item) *corrections {
 	c := &corrections{items: items, infos: make([]entryWords, len(items)),
-		index: make(map[windowKey]int, len(items)), counts: make([]int, len(items)), memo: make(map[windowKey]bool)}
+		index: make(map[windowKey]int, len(items)), counts: make([]int, len(items)), rares: make([]int, len(items)),
+		memo: make(map[windowKey]int)}
 	df := make(map[string]int32, 4*len(items))
 	for i, it := range items {
 		c.index[windowKey{it.Index, it.Span[0]}] = i
@@ -73,15 +94,32 @@ func newCorrections(items []*Item) *corrections {
 				df[t]++
 			}
 		}
+		if it.Role == RoleUser && strings.ContainsAny(it.Excerpt, "0123456789") {
+			if c.byNum == nil {
+				c.byNum = make(map[string][]int)
+			}
+			for _, v := range c.numbers(i).numbers {
+				if l := c.byNum[v]; len(l) == 0 || l[len(l)-1] != i {
+					c.byNum[v] = append(l, i)
+				}
+			}
+		}
 	}
 	maxDF := int32(max(2, int(supersedeMaxShare*float64(len(items)))))
+	maxCommon := int32(max(3, int(supersedeCommonShare*float64(len(items)))))
 	c.byWord = make(map[string][]int, len(df))
+	c.rare = make(map[string]bool, len(df))
+	for w, n := range df {
+		if n <= maxDF {
+			c.rare[w] = true
+		}
+	}
 	for i := range items {
 		if items[i].Role != RoleUser {
 			continue // only the user's entries correct
 		}
 		for _, w := range c.infos[i].words {
-			if df[w] <= maxDF {
+			if df[w] <= maxCommon {
 				c.byWord[w] = append(c.byWord[w], i)
 			}
 		}
@@ -91,28 +129,50 @@ func newCorrections(items []*Item) *corrections {
 
 // superseded reports whether a newer user entry among the candidates
 // corrects it.
-func (c *corrections) superseded(it *Item) bool {
+func (c *corrections) superseded(it *Item) bool { return c.by(it) != nil }
+
+// by returns the newer user entry among the candidates that corrects it,
+// or nil.
+func (c *corrections) by(it *Item) *Item {
 	k := windowKey{it.Index, it.Span[0]}
-	if v, ok := c.memo[k]; ok {
-		return v
+	y, ok := c.memo[k]
+	if !ok {
+		y = c.find(it)
+		c.memo[k] = y
 	}
-	v := c.find(it)
-	c.memo[k] = v
-	return v
+	if y < 0 {
+		return nil
+	}
+	return c.items[y]
 }
 
-func (c *corrections) find(it *Item) bool {
+// find returns the index of the newer entry that corrects it, or -1.
+func (c *corrections) find(it *Item) int {
 	x, ok := c.index[windowKey{it.Index, it.Span[0]}]
 	if !ok {
-		return false
+		return -1
 	}
 	ix := c.numbers(x)
 	if len(ix.numbers) == 0 {
-		return false
+		return -1
 	}
-	// Count the rare words each newer user entry shares with it.
+	// A newer entry that puts one of its numbers aside.
+	for _, v := range ix.numbers {
+		for _, y := range c.byNum[v] {
+			if y == x || !c.items[y].Newer(it) {
+				continue
+			}
+			if iy := c.cues(y); !iy.asks && contains(iy.revoked, v) && covered(ix.numbers, iy.numbers) &&
+				(len(v) >= 3 || sharedWords(ix.words, iy.words) > 0) {
+				return y
+			}
+		}
+	}
+	// Count the words, and the rare words, each newer user entry shares
+	// with it.
 	var touched []int
 	for _, w := range ix.words {
+		rare := c.rare[w]
 		for _, y := range c.byWord[w] {
 			if y == x || !c.items[y].Newer(it) {
 				continue
@@ -121,25 +181,48 @@ func (c *corrections) find(it *Item) bool {
 				touched = append(touched, y)
 			}
 			c.counts[y]++
+			if rare {
+				c.rares[y]++
+			}
 		}
 	}
-	found := false
+	found := -1
 	for _, y := range touched {
-		n := c.counts[y]
-		c.counts[y] = 0
-		if found {
-			continue
+		n, rare := c.counts[y], c.rares[y]
+		c.counts[y], c.rares[y] = 0, 0
+		if found < 0 && c.corrects(x, y, n, rare) {
+			found = y
 		}
-		iy := c.numbers(y)
-		if float64(n) < supersedeOverlap*float64(min(len(ix.words), len(iy.words))) {
-			continue
-		}
-		if !iy.cueOK {
-			iy.cue, iy.cueOK = correction(c.items[y].Excerpt), true
-		}
-		found = iy.cue || n >= 2 && differ(ix.numbers, iy.numbers) && sharesSlot(c.slots(x), c.slots(y))
 	}
 	return found
+}
+
+// corrects reports whether entry y corrects the older entry x, with which
+// it shares n words, rare of them rare.
+func (c *corrections) corrects(x, y, n, rare int) bool {
+	ix, iy := c.numbers(x), c.cues(y)
+	if iy.asks {
+		return false // a question corrects nothing
+	}
+	shorter := float64(min(len(ix.words), len(iy.words)))
+	rareShare := float64(rare) >= supersedeOverlap*shorter
+	share := float64(n) >= slotOverlap*shorter
+	switch {
+	case iy.cue && (n >= 2 || shorter <= 2) && (rareShare || share):
+		// A cue, and enough words in common.
+		return true
+	case !differ(ix.numbers, iy.numbers) || iy.adds:
+		return false
+	case rareShare && rare >= 2:
+		// Rare words in common, and a new number in the same place.
+		return sharedSlots(c.slots(x), c.slots(y)) > 0
+	case share && rare >= 1:
+		// Words in common, and a new number in two places, or in one with
+		// a cue.
+		s := sharedSlots(c.slots(x), c.slots(y))
+		return s >= 2 || s >= 1 && iy.cue
+	}
+	return false
 }
 
 // numbers returns entry i's words with their numbers read.
@@ -151,6 +234,70 @@ func (c *corrections) numbers(i int) *entryWords {
 	}
 	return e
 }
+
+// cues returns entry i's words with their numbers and cues read.
+func (c *corrections) cues(i int) *entryWords {
+	e := c.numbers(i)
+	if !e.cueOK {
+		text := c.items[i].Excerpt
+		e.cueOK, e.cue, e.asks, e.adds = true, correction(text), question(text), adds(text)
+		e.revoked = revoked(text)
+	}
+	return e
+}
+
+// revoked returns the numbers text names as no longer so: within three
+// words after a negation or a word that puts a value aside ("11 buses
+// instead of 8", "715 €, not 640", "statt 8", "не 20 минут, а 12").
+func revoked(text string) []string {
+	var out []string
+	words := splitWords(text, nil)
+	for i, w := range words {
+		if !asideWords[w] && !(i+1 < len(words) && asidePhrases[w+" "+words[i+1]]) {
+			continue
+		}
+		for j := i + 1; j < len(words) && j <= i+3; j++ {
+			if hasDigit(words[j]) {
+				out = append(out, words[j])
+				break
+			}
+		}
+	}
+	return out
+}
+
+// asideWords and asidePhrases put the value after them aside: negations
+// that no other language spells as a common word, and "instead of".
+var asideWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`not statt anstatt nicht kein keine pas niet inte invece não не вместо`) {
+		m[w] = true
+	}
+	return m
+}()
+
+var asidePhrases = map[string]bool{"instead of": true, "rather than": true, "no longer": true, "au lieu": true, "en lugar": true,
+	"en vez": true, "em vez": true, "in plaats": true, "istället för": true}
+
+// adds reports whether text adds to what was said rather than changing it
+// ("Also, the limit for internal keys is 1000 per minute.").
+func adds(text string) bool {
+	for _, w := range splitWords(text, nil) {
+		if additiveWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+var additiveWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`also too additionally auch ebenfalls zusätzlich aussi également
+también además anche inoltre também ook eveneens också även dessutom ayrıca тоже также`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // slots returns entry i's number slots.
 func (c *corrections) slots(i int) map[string][]string {
@@ -180,14 +327,15 @@ func numbersOf(text string) []string {
 
 func hasDigit(s string) bool { return strings.IndexFunc(s, unicode.IsDigit) >= 0 }
 
-// sharesSlot reports whether a word stands by a number in both.
-func sharesSlot(older, newer map[string][]string) bool {
+// sharedSlots counts the words that stand by a number in both.
+func sharedSlots(older, newer map[string][]string) int {
+	n := 0
 	for w := range newer {
 		if _, ok := older[w]; ok {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // numberSlots returns, for each word within slotReach words of a number in
@@ -244,6 +392,27 @@ func differ(a, b []string) bool {
 		}
 	}
 	return false
+}
+
+// sharedWords counts the words of a that b holds.
+func sharedWords(a, b []string) int {
+	n := 0
+	for _, w := range a {
+		if contains(b, w) {
+			n++
+		}
+	}
+	return n
+}
+
+// covered reports whether every number of a, the older entry's, is in b.
+func covered(a, b []string) bool {
+	for _, x := range a {
+		if !contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 func contains(list []string, s string) bool {

@@ -53,3 +53,39 @@ func TestCorrectionSupersedes(t *testing.T) {
 		t.Error("the archive lost the corrected plan")
 	}
 }
+
+// TestCorrectionRules checks each way a newer statement of the user is
+// told to correct an older one, and the statements that look like
+// corrections but are not.
+func TestCorrectionRules(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		older, newer string
+		want         bool
+	}{
+		{"cue", "The state bucket lives in eu-central-1.", "The state bucket goes in eu-west-1 instead.", true},
+		{"number put aside", "The agency wrote that he wants to keep 640 euros.", "So he withholds 715 euros, not 640, they added a cleaning fee.", true},
+		{"small number put aside", "The check-out inspection was on 3 September.", "I was wrong: the check-out inspection was on Thursday 28 August, not 3 September.", true},
+		{"new number in the same places", "We drive about 12,000 km per year, mostly to work.", "Count on about 19,000 km per year in total.", true},
+		{"only one of its numbers put aside", "Pricing is 7.99 a month and 69 a year.", "The annual plan is 59 a year, not 69.", false},
+		{"a question", "We drive about 12,000 km per year, mostly to work.", "Do we really drive 19,000 km per year now?", false},
+		{"an addition", "The limit is 100 requests per minute per API key.", "Also, internal keys get 1000 requests per minute.", false},
+		{"the same number named again", "The venue holds 120 people.", "The venue is on Harbour Road, 120 people standing.", false},
+		{"a shared word only", "The catering budget is 18,500 euros.", "The catering tent goes up on Friday at 9.", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			items := ExtractItems([]Message{user("m0", tc.older), user("m1", tc.newer)}, 0, nil)
+			if len(items) != 2 {
+				t.Fatalf("got %d items, want 2", len(items))
+			}
+			c := newCorrections(pointers(items))
+			if got := c.superseded(&items[0]); got != tc.want {
+				t.Errorf("%q superseded by %q: %v, want %v", tc.older, tc.newer, got, tc.want)
+			}
+			if c.superseded(&items[1]) {
+				t.Error("the newer statement is superseded")
+			}
+		})
+	}
+}
