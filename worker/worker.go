@@ -549,38 +549,61 @@ func (w *Worker) prepare(ctx context.Context, msg jetstream.Msg, start time.Time
 	return p
 }
 
+// settlement is how a message whose event the store has handled ends.
+type settlement int
+
+const (
+	settleAck       settlement = iota // applied, or a no-op: acknowledged
+	settleRetry                       // the store failed: redelivered after a backoff
+	settleTerm                        // rejected with a recorded row: terminated
+	settleGapWait                     // a gap younger than GapTimeout: redelivered once the gap may have closed
+	settleGapReject                   // a gap as old as GapTimeout: recorded as a rejection, then terminated
+)
+
+// settle decides how a message ends from the store's answer (res, or err)
+// and how long ago the event was published.
+func settle(res store.Result, err error, age, gapTimeout time.Duration) settlement {
+	switch {
+	case err != nil:
+		return settleRetry
+	case res.Outcome == evidence.Rejected:
+		return settleTerm
+	case res.Outcome == evidence.Gap && age < gapTimeout:
+		return settleGapWait
+	case res.Outcome == evidence.Gap:
+		return settleGapReject
+	}
+	return settleAck
+}
+
 // finish ends a message whose event the store has recorded (or failed to
 // record, err).
 func (w *Worker) finish(ctx context.Context, p *pending, res store.Result, err error) {
 	msg, meta, ev := p.msg, p.meta, p.ev
-	if err != nil {
+	age := time.Since(meta.Timestamp)
+	switch settle(res, err, age, w.cfg.GapTimeout) {
+	case settleRetry:
 		p.attrs = append(p.attrs, slog.String("error", err.Error()))
 		w.nak(msg, meta)
 		p.outcome = evidence.Retried
-		return
-	}
-	switch res.Outcome {
-	case evidence.Rejected:
+	case settleTerm:
 		p.attrs = append(p.attrs, slog.String("detail", res.Detail))
 		w.term(msg, res.Reason)
 		p.outcome, p.reason = evidence.Rejected, res.Reason
-		return
-	case evidence.Gap:
-		if age := time.Since(meta.Timestamp); age < w.cfg.GapTimeout {
-			_ = msg.NakWithDelay(min(backoff(meta.NumDelivered), w.cfg.GapTimeout-age+10*time.Millisecond))
-			p.outcome = evidence.GapRetried
-			return
-		}
+	case settleGapWait:
+		_ = msg.NakWithDelay(min(backoff(meta.NumDelivered), w.cfg.GapTimeout-age+10*time.Millisecond))
+		p.outcome = evidence.GapRetried
+	case settleGapReject:
 		p.outcome, p.reason = w.reject(ctx, msg, meta, store.Rejection{Reason: evidence.ReasonGap,
 			Detail:  fmt.Sprintf("messages before offset %d never arrived within %s", ev.Offset, w.cfg.GapTimeout),
 			EventID: ev.EventID, UserID: ev.UserID, ConversationID: ev.ConversationID,
 			Stream: meta.Stream, StreamCreated: p.smeta.StreamCreated, StreamSeq: meta.Sequence.Stream, Payload: p.smeta.Payload}, &p.attrs)
-		return
+	default:
+		if err := msg.Ack(); err != nil {
+			p.attrs = append(p.attrs, slog.String("error", err.Error()))
+		}
+		p.outcome = res.Outcome
 	}
-	if err := msg.Ack(); err != nil {
-		p.attrs = append(p.attrs, slog.String("error", err.Error()))
-	}
-	p.outcome = res.Outcome
 }
 
 // record deletes an ended message from a stream that keeps it, counts it
