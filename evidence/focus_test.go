@@ -25,6 +25,9 @@ func TestSegment(t *testing.T) {
 		{"Wir müssen am 3. August zurück sein. Danke.", []string{"Wir müssen am 3. August zurück sein.", "Danke."}},
 		{"予算は20万円です。会場は東京！よろしく", []string{"予算は20万円です。", "会場は東京！", "よろしく"}},
 		{`He said "stop." Then left?! Ok…`, []string{`He said "stop."`, "Then left?!", "Ok…"}},
+		// A letter of a script without capitals is a word, not an initial.
+		{"네. 회의는 금요일이에요.", []string{"네.", "회의는 금요일이에요."}},
+		{"बजट 5 लाख है। मीटिंग कल है।", []string{"बजट 5 लाख है।", "मीटिंग कल है।"}},
 		{"--- \n ... \n", nil},
 		{"", nil},
 	}
@@ -107,7 +110,8 @@ func TestTiers(t *testing.T) {
 
 // TestWeights checks the order salience puts sentences in: a sentence that
 // names specific things before one that names none, a statement before the
-// same words asked, and the second-best line of a message below its best.
+// same words asked, a sentence before a reply of a few words, and the
+// second-best line of a message below its best.
 func TestWeights(t *testing.T) {
 	t.Parallel()
 	weight := func(role Role, texts ...string) []int {
@@ -125,9 +129,12 @@ func TestWeights(t *testing.T) {
 	heavier := [][2]string{
 		{"The retention team can handle 2,000 users a month.", "The retention team can handle a lot of users."},
 		{"Marta needs the list every Monday by 9am.", "Marta needs the list every Monday by 9am?"},
+		// A question word before a colon is a label.
+		{"When: Friday 12 May at the harbour hall.", "When Friday 12 May at the harbour hall"},
 		{"landlord said no drilling in the flat", "landlord said something about the flat"},
 		{"Die Volunteers koordiniert Deniz Aydın.", "Kannst du Deniz Aydın eine Nachricht schreiben."},
-		{"Budget is 4k.", "Budget is 4k for the whole thing, and I will also need to think about a lot of other things."},
+		// A reply of a few words is rarely a fact of its own.
+		{"The budget for the launch is 4k, print and ads included.", "4k then."},
 	}
 	for _, p := range heavier {
 		a, b := weight(RoleUser, p[0])[0], weight(RoleUser, p[1])[0]

@@ -40,9 +40,14 @@ const (
 	// addressPenalty: a sentence that talks to the assistant ("can you…",
 	// "kannst du…") is about the work, not the world.
 	addressPenalty = 6
-	// bytesPerPoint: every this many bytes cost a point, as they cost
-	// room in the message.
-	bytesPerPoint = 50
+	// fragmentPoints is what a sentence of no text at all would lose,
+	// falling to nothing at fragmentBytes: a short one is mostly a reply
+	// whose sense is in the question it answers ("90 min.", "option 2",
+	// "ok, Tuesday then"), and on the conversations we measured, facts
+	// were in longer sentences, even for the room they take. (The penalty
+	// for every 50 bytes that this replaced kept fewer facts.)
+	fragmentPoints = 25
+	fragmentBytes  = 70
 	// perRankPenalty: each better sentence of the same message costs a
 	// sentence this much, so that one pasted document does not fill the
 	// view.
@@ -55,7 +60,7 @@ const (
 
 // densityScale and densityFrame turn a score into a weight,
 // score × densityScale ÷ (excerpt bytes + densityFrame): a mild preference
-// for short sentences (a short one is not free: each entry has its frame).
+// for sentences that take less room (each entry has its frame).
 const (
 	densityScale = 10000
 	densityFrame = 1000
@@ -81,6 +86,7 @@ func scoreItems(items []Item) {
 	order := make([]int, len(items))
 	scores := make([]int, len(items))
 	proposals := make([]bool, len(items))
+	frags := make([]int, len(items))
 	for i := range items {
 		order[i] = i
 		var c cues
@@ -89,11 +95,15 @@ func scoreItems(items []Item) {
 		// the limits. What they say weighs a little more.
 		scores[i] += max(0, earlyPoints-earlyPoints*items[i].Index/earlyMessages)
 		proposals[i] = items[i].Role == RoleAssistant && c.proposing
+		// A short sentence is as much a statement as a long one (its
+		// tier), but less often a fact (its rank and weight).
+		frags[i] = fragment(items[i].Excerpt)
+		scores[i] -= frags[i]
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
 	for rank, i := range order {
 		s := scores[i] - perRankPenalty*rank
-		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s, proposals[i])
+		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s+frags[i], proposals[i])
 		// The weight is the score for the room the entry takes.
 		w := s * densityScale / (len(items[i].Excerpt) + densityFrame)
 		if items[i].Role == RoleAssistant && !proposals[i] {
@@ -162,18 +172,28 @@ func salience(role Role, b Bucket, text string) (int, cues) {
 	if header(text) {
 		s -= 2 * specificPoints0
 	}
-	return s - len(text)/bytesPerPoint, c
+	return s, c
+}
+
+// fragment is what text, one sentence, loses for being short: up to
+// fragmentPoints.
+func fragment(text string) int {
+	return fragmentPoints * max(0, fragmentBytes-len(text)) / fragmentBytes
 }
 
 // question reports whether text asks something: it ends with a question
-// mark, or (as people who type fast write) opens with a question word.
+// mark, or (as people who type fast write) opens with a question word that
+// is not a label.
 func question(text string) bool {
 	t := strings.TrimRightFunc(text, isCloser)
-	if strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？") {
+	if strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？") || strings.HasSuffix(t, "؟") {
 		return true
 	}
 	start, end := nextWord(text, 0)
-	return start >= 0 && questionWords[normaliseWord(text[start:end])]
+	// A question word before a colon labels what follows ("When: Friday
+	// at 9"), as in a list of the things settled.
+	label := strings.HasPrefix(strings.TrimLeft(text[max(end, 0):], " "), ":")
+	return start >= 0 && questionWords[normaliseWord(text[start:end])] && !label
 }
 
 // questionWords open a question in the languages the keywords cover.

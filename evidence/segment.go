@@ -13,10 +13,11 @@ type Span [2]int
 // Segment splits text into the pieces the focus profile keeps as entries:
 // lines, and within a line its sentences. Each span covers a piece trimmed of
 // surrounding white space; pieces with no letter or digit are left out. A
-// sentence ends at '.', '!', '?' or '…' (and their full-width forms) followed
-// by white space or the end of the line; CJK sentence marks end a sentence
-// wherever they stand. A period after a single letter, a digit-less
-// abbreviation such as "e.g." or "Dr." does not end a sentence.
+// sentence ends at '.', '!', '?', '…' or a danda (and their full-width
+// forms) followed by white space or the end of the line; CJK sentence marks
+// end a sentence wherever they stand. A period after an initial (a single
+// letter of a script with capitals), a digit-less abbreviation such as
+// "e.g." or "Dr." does not end a sentence.
 func Segment(text string) []Span {
 	var spans []Span
 	lineStart := 0
@@ -48,7 +49,7 @@ func appendSentences(spans []Span, text string, lo, hi int) []Span {
 			}
 			spans = appendPiece(spans, text, start, end)
 			start = end
-		case r == '.' || r == '!' || r == '?' || r == '…':
+		case r == '.' || r == '!' || r == '?' || r == '…' || isDanda(r):
 			for end < hi {
 				r2, s2 := utf8.DecodeRuneInString(text[end:hi])
 				if r2 != '.' && r2 != '!' && r2 != '?' && !isCloser(r2) {
@@ -95,6 +96,11 @@ func appendPiece(spans []Span, text string, lo, hi int) []Span {
 	return spans
 }
 
+// isDanda reports whether r ends a sentence in the scripts of India (the
+// danda, "।", and double danda), or in Arabic script (the Arabic question
+// mark and the Urdu full stop), as '.' does in Latin.
+func isDanda(r rune) bool { return r == '।' || r == '॥' || r == '؟' || r == '۔' }
+
 func isCJKStop(r rune) bool { return r == '。' || r == '！' || r == '？' || r == '｡' }
 
 func isCloser(r rune) bool {
@@ -122,7 +128,9 @@ func abbreviation(before string) bool {
 	if word == "" {
 		return false
 	}
-	if utf8.RuneCountInString(word) == 1 {
+	if r, _ := utf8.DecodeRuneInString(word); utf8.RuneCountInString(word) == 1 && (unicode.IsUpper(r) || unicode.IsLower(r)) {
+		// An initial. A letter of a script without capitals (Hangul,
+		// kana, Han) is a word of its own ("굿. 그리고 …").
 		return true
 	}
 	for i := 0; i < len(word); i++ {
