@@ -111,6 +111,12 @@ var classShare = [numClasses]float64{
 // maxTokens estimated tokens for the rendered message. It is a function of
 // its arguments alone.
 func SelectView(c *Candidates, q *Query, maxTokens int) View {
+	return selectView(c, q, maxTokens, nil)
+}
+
+// selectView is SelectView telling why, when why is not nil, what it
+// considered and what it showed (explain.go).
+func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 	var classes [numClasses][]*Item
 	classes[classUser] = bySalience(c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
 	classes[classRelevant] = rankRelevant(c, q)
@@ -122,6 +128,7 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 		all = append(all, classes[cl]...)
 	}
 	fixed := newCorrections(uniqueItems(all))
+	why.considered(&classes, fixed)
 
 	// The rendered size is the empty envelope's (with omitted_entries as
 	// large as it can be), each entry's, and a comma between two entries of
@@ -167,14 +174,18 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 			}
 			if add(it, cost-1) {
 				spent += cost
+				why.shown(it, cl, false)
 			}
 		}
 	}
 	for cl := range numClasses {
 		for _, it := range classes[cl] {
-			add(it, costOf(it))
+			if add(it, costOf(it)) {
+				why.shown(it, cl, true)
+			}
 		}
 	}
+	why.room(maxBytes - used)
 	var bs Buckets
 	bs = bs.clone()
 	for i := range order {
