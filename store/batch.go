@@ -169,21 +169,28 @@ func lockConversations(ctx context.Context, tx pgx.Tx, events []BatchEvent) ([]*
 			c.single = true
 		}
 	}
+	// One round trip: the insert, then the lock, which sees the rows the
+	// insert made.
 	start := evidence.ChainStart()
-	if _, err := tx.Exec(ctx, `
+	b := &pgx.Batch{}
+	b.Queue(`
 INSERT INTO recall_conversation (user_id, conversation_id, prefix_digest)
 SELECT k.u, k.c, $3 FROM unnest($1::text[], $2::text[]) AS k(u, c)
 ORDER BY k.u, k.c
-ON CONFLICT DO NOTHING`, users, ids, start[:]); err != nil {
-		return nil, fmt.Errorf("create conversations: %w", err)
-	}
-	rows, err := tx.Query(ctx, `
+ON CONFLICT DO NOTHING`, users, ids, start[:])
+	b.Queue(`
 SELECT c.user_id, c.conversation_id, c.version, c."cursor", c.message_count, c.prefix_digest,
     c.deleted_at IS NOT NULL, c.extract_requested_at
 FROM recall_conversation c
 WHERE (c.user_id, c.conversation_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 ORDER BY c.user_id, c.conversation_id
 FOR UPDATE OF c`, users, ids)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("create conversations: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("lock conversations: %w", err)
 	}
@@ -212,6 +219,10 @@ FOR UPDATE OF c`, users, ids)
 	}
 	if len(convs) != len(byKey) {
 		return nil, fmt.Errorf("lock conversations: locked %d of %d", len(convs), len(byKey))
+	}
+	rows.Close()
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("lock conversations: %w", err)
 	}
 	return convs, nil
 }
@@ -368,25 +379,30 @@ func writeBatch(ctx context.Context, tx pgx.Tx, convs []*batchConv) error {
 	if len(users) == 0 {
 		return nil
 	}
+	// The deletion, the inserts and the update go in one round trip but
+	// for a large batch, whose full chunks of messages are sent as they
+	// fill (with what was queued before them), so that the rows to insert
+	// are never held whole.
+	b := &pgx.Batch{}
 	if len(delUsers) > 0 {
-		if _, err := tx.Exec(ctx, `
+		b.Queue(`
 DELETE FROM recall_message m
 USING unnest($1::text[], $2::text[], $3::int[]) AS r(u, c, d)
-WHERE m.user_id = r.u AND m.conversation_id = r.c AND m.idx >= r.d`, delUsers, delIDs, delFrom); err != nil {
-			return fmt.Errorf("replace messages: %w", err)
-		}
+WHERE m.user_id = r.u AND m.conversation_id = r.c AND m.idx >= r.d`, delUsers, delIDs, delFrom)
 	}
-	if err := insertTails(ctx, tx, convs); err != nil {
+	b, err := insertTails(ctx, tx, b, convs)
+	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `
+	b.Queue(`
 UPDATE recall_conversation c
 SET message_count = r.n, updated_at = now(),
     published_at = greatest(c.published_at, r.published),
     extract_requested_at = CASE WHEN r.enqueue THEN now() ELSE c.extract_requested_at END
 FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::bool[]) AS r(u, c, n, published, enqueue)
-WHERE c.user_id = r.u AND c.conversation_id = r.c`, users, ids, counts, published, enqueue); err != nil {
-		return fmt.Errorf("update conversations: %w", err)
+WHERE c.user_id = r.u AND c.conversation_id = r.c`, users, ids, counts, published, enqueue)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write messages and conversations: %w", err)
 	}
 	return nil
 }
@@ -423,36 +439,38 @@ func (r *messageRows) add(user, conv string, ev *evidence.Event, i int, chain ev
 	r.size += len(user) + len(conv) + len(m.ID) + len(text) + 64
 }
 
-func (r *messageRows) flush(ctx context.Context, tx pgx.Tx) error {
+// queue queues the insert of the rows into b, and starts afresh.
+func (r *messageRows) queue(b *pgx.Batch) {
 	if len(r.idx) == 0 {
-		return nil
+		return
 	}
-	_, err := tx.Exec(ctx, `
+	b.Queue(`
 INSERT INTO recall_message (user_id, conversation_id, idx, digest, chain, role, evidential, message_id, text)
 SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bytea[], $5::bytea[], $6::text[], $7::bool[], $8::bytea[], $9::bytea[])`,
 		r.users, r.ids, r.idx, r.digests, r.chains, r.roles, r.evidential, r.messageIDs, r.texts)
-	if err != nil {
-		return fmt.Errorf("store messages: %w", err)
-	}
 	*r = messageRows{}
-	return nil
 }
 
-// insertTails inserts the messages every conversation's tail holds, in
-// statements of at most about insertChunkBytes each.
-func insertTails(ctx context.Context, tx pgx.Tx, convs []*batchConv) error {
+// insertTails queues the insert of the messages every conversation's tail
+// holds into b, in statements of at most about insertChunkBytes each; it
+// sends b whenever a statement is full, and returns the batch to queue
+// the rest into.
+func insertTails(ctx context.Context, tx pgx.Tx, b *pgx.Batch, convs []*batchConv) (*pgx.Batch, error) {
 	var rows messageRows
 	for _, c := range convs {
 		for _, sg := range c.tail {
 			for i := sg.from; i < sg.to; i++ {
 				rows.add(c.key.user, c.key.conv, sg.ev, i, sg.chains[i-sg.from])
 				if rows.size >= insertChunkBytes {
-					if err := rows.flush(ctx, tx); err != nil {
-						return err
+					rows.queue(b)
+					if err := tx.SendBatch(ctx, b).Close(); err != nil {
+						return nil, fmt.Errorf("store messages: %w", err)
 					}
+					b = &pgx.Batch{}
 				}
 			}
 		}
 	}
-	return rows.flush(ctx, tx)
+	rows.queue(b)
+	return b, nil
 }

@@ -53,27 +53,27 @@ func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID s
 	var prefix []byte
 	var published *time.Time
 	// One round trip: the lock, then the newest request after the cursor,
-	// which the extraction summarises up to. The second statement starts
-	// once the first holds the lock, so it sees every message committed
-	// before; its cursor is the locked row's.
+	// which the extraction summarises up to, with the held messages of the
+	// first chunk the loop below reads. The second statement starts once
+	// the first holds the lock, so it sees every message committed before;
+	// its cursor is the locked row's.
 	var newest *int
+	focus := s.fold.Profile != evidence.ProfileSeed
+	var first pendingChunk
 	b := &pgx.Batch{}
 	b.Queue(`
 SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at, archive_count
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID)
-	b.Queue(`
-SELECT max(idx) FROM recall_message
-WHERE user_id = $1 AND conversation_id = $2 AND role = $3
-  AND idx > (SELECT "cursor" FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2)`,
-		userID, conversationID, string(evidence.RoleUser))
+	b.Queue(firstChunkSQL, userID, conversationID, string(evidence.RoleUser), s.extractChunk, focus, extractChunkBytes)
 	br := tx.SendBatch(ctx, b)
 	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
 	if err == nil || errors.Is(err, pgx.ErrNoRows) {
-		if merr := br.QueryRow().Scan(&newest); merr != nil {
+		var merr error
+		if newest, first, merr = scanFirstChunk(br); merr != nil {
 			br.Close()
-			return ExtractResult{}, fmt.Errorf("find the newest request: %w", merr)
+			return ExtractResult{}, merr
 		}
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
@@ -113,7 +113,6 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 		state = evidence.State{Cursor: row.cursor, PrefixDigest: row.prefix}
 	}
 	archiveCount := row.archiveCount
-	focus := s.fold.Profile != evidence.ProfileSeed
 	var request evidence.Message // request k, read with the last chunk when it fits
 	haveRequest := false
 	for lo := row.cursor; lo < k; {
@@ -121,8 +120,14 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 		if focus && end == k {
 			end = k + 1
 		}
-		msgs, chains, err := loadPending(ctx, tx, userID, conversationID, lo, end, extractChunkBytes)
-		if err != nil {
+		var msgs []evidence.Message
+		var chains []evidence.Digest
+		if lo == row.cursor {
+			// Read with the lock.
+			if msgs, chains, err = first.check(lo, end); err != nil {
+				return ExtractResult{}, err
+			}
+		} else if msgs, chains, err = loadPending(ctx, tx, userID, conversationID, lo, end, extractChunkBytes); err != nil {
 			return ExtractResult{}, err
 		}
 		hi := lo + len(msgs)
@@ -207,30 +212,108 @@ ORDER BY idx`, userID, conversationID, lo, hi, maxBytes)
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
 	}
 	defer rows.Close()
-	var msgs []evidence.Message
-	var chains []evidence.Digest
-	held := 0
+	var c pendingChunk
 	for rows.Next() {
-		var idx int
-		var chain, id, text []byte
-		var role string
-		var evidential bool
-		if err := rows.Scan(&idx, &chain, &role, &evidential, &id, &text, &held); err != nil {
-			return nil, nil, fmt.Errorf("load held messages: %w", err)
+		if err := c.scan(rows, nil); err != nil {
+			return nil, nil, err
 		}
-		if idx != lo+len(msgs) {
-			return nil, nil, fmt.Errorf("held messages of a conversation are not contiguous at %d", idx)
-		}
-		msgs = append(msgs, heldMessage(evidence.Role(role), evidential, string(id), string(text)))
-		chains = append(chains, evidence.Digest(chain))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
 	}
-	if held != hi-lo || len(msgs) == 0 {
-		return nil, nil, fmt.Errorf("held messages of a conversation are missing: have %d of [%d, %d)", held, lo, hi)
+	return c.check(lo, hi)
+}
+
+// firstChunkSQL is loadPending's statement for the first chunk an
+// extraction reads, from the cursor, with the newest request after the
+// cursor ($3 is the user's role) on every row: the chunk ends at the
+// request, or $4 messages (the extraction's chunk) after the cursor; with
+// $5 (the focus profile) a chunk that reaches the request includes it. A
+// conversation with no request after its cursor gives one row of nulls.
+const firstChunkSQL = `
+WITH c AS (SELECT "cursor" AS lo FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2),
+n AS (SELECT c.lo, (SELECT max(idx) FROM recall_message
+                    WHERE user_id = $1 AND conversation_id = $2 AND role = $3 AND idx > c.lo) AS k FROM c),
+r AS (SELECT n.lo, n.k, CASE WHEN $5 AND least(n.lo + $4, n.k) = n.k THEN n.k + 1 ELSE least(n.lo + $4, n.k) END AS hi FROM n)
+SELECT r.k, m.idx, m.chain, m.role, m.evidential, m.message_id, m.text, m.held
+FROM r LEFT JOIN LATERAL (
+    SELECT idx, chain, role, evidential, message_id, text, held FROM (
+        SELECT idx, chain, role, evidential, message_id, text, count(*) OVER () AS held,
+               sum(coalesce(octet_length(text), 0)) OVER (ORDER BY idx) - coalesce(octet_length(text), 0) AS before
+        FROM recall_message
+        WHERE user_id = $1 AND conversation_id = $2 AND idx >= r.lo AND idx < r.hi
+    ) x
+    WHERE before < $6
+) m ON true
+ORDER BY m.idx`
+
+// scanFirstChunk reads firstChunkSQL's answer: the newest request (nil for
+// none) and the chunk.
+func scanFirstChunk(br pgx.BatchResults) (*int, pendingChunk, error) {
+	var c pendingChunk
+	rows, err := br.Query()
+	if err != nil {
+		return nil, c, fmt.Errorf("find the newest request: %w", err)
 	}
-	return msgs, chains, nil
+	defer rows.Close()
+	var newest *int
+	for rows.Next() {
+		if err := c.scan(rows, &newest); err != nil {
+			return nil, c, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c, fmt.Errorf("find the newest request: %w", err)
+	}
+	return newest, c, nil
+}
+
+// pendingChunk is held messages as loadPending reads them, from index lo.
+type pendingChunk struct {
+	lo     int
+	msgs   []evidence.Message
+	chains []evidence.Digest
+	held   int
+}
+
+// scan reads one row of held messages; with newest set, the row begins
+// with the newest request (firstChunkSQL), and its message may be null.
+func (c *pendingChunk) scan(rows pgx.Rows, newest **int) error {
+	var idx, held *int
+	var chain, id, text []byte
+	var role *string
+	var evidential *bool
+	dest := []any{&idx, &chain, &role, &evidential, &id, &text, &held}
+	if newest != nil {
+		dest = append([]any{newest}, dest...)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return fmt.Errorf("load held messages: %w", err)
+	}
+	if idx == nil {
+		return nil // no request after the cursor
+	}
+	if len(c.msgs) == 0 {
+		c.lo = *idx
+	} else if *idx != c.lo+len(c.msgs) {
+		return fmt.Errorf("held messages of a conversation are not contiguous at %d", *idx)
+	}
+	c.msgs = append(c.msgs, heldMessage(evidence.Role(*role), *evidential, string(id), string(text)))
+	c.chains = append(c.chains, evidence.Digest(chain))
+	c.held = *held
+	return nil
+}
+
+// check returns the chunk's messages when they are the held ones of
+// [lo, hi), or at least their first.
+func (c *pendingChunk) check(lo, hi int) ([]evidence.Message, []evidence.Digest, error) {
+	if c.held != hi-lo || len(c.msgs) == 0 {
+		return nil, nil, fmt.Errorf("held messages of a conversation are missing: have %d of [%d, %d)", c.held, lo, hi)
+	}
+	if c.lo != lo {
+		return nil, nil, fmt.Errorf("held messages of a conversation are not contiguous at %d", c.lo)
+	}
+	return c.msgs, c.chains, nil
 }
 
 // heldMessage rebuilds a held message for the fold: its role, id and, when

@@ -84,27 +84,29 @@ func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta 
 	}
 
 	// Write messages [From, n): an extension (From == held) or, when the
-	// event diverges from the unsummarised tail, a replacement of it.
+	// event diverges from the unsummarised tail, a replacement of it. The
+	// deletion, the inserts and the update go in one round trip, but for a
+	// large event (see insertMessages).
 	d, n, cursor := lin.From, ev.End(), row.cursor
+	b := &pgx.Batch{}
 	if d < row.count {
-		if _, err := tx.Exec(ctx, `DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3`,
-			ev.UserID, ev.ConversationID, d); err != nil {
-			return Result{}, fmt.Errorf("replace messages: %w", err)
-		}
+		b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3`,
+			ev.UserID, ev.ConversationID, d)
 	}
-	needsExtraction, err := insertMessages(ctx, tx, ev, d, lin.Chain, cursor)
+	needsExtraction, err := insertMessages(ctx, tx, b, ev, d, lin.Chain, cursor)
 	if err != nil {
 		return Result{}, err
 	}
 	enqueue := needsExtraction && (row.requestedAt == nil || time.Since(*row.requestedAt) > s.cfg.CoalesceWindow)
-	if _, err := tx.Exec(ctx, `
+	b.Queue(`
 UPDATE recall_conversation
 SET message_count = $3, updated_at = now(),
     published_at = greatest(published_at, $4),
     extract_requested_at = CASE WHEN $5 THEN now() ELSE extract_requested_at END
 WHERE user_id = $1 AND conversation_id = $2`,
-		ev.UserID, ev.ConversationID, n, nullTime(meta.PublishedAt), enqueue); err != nil {
-		return Result{}, fmt.Errorf("update conversation: %w", err)
+		ev.UserID, ev.ConversationID, n, nullTime(meta.PublishedAt), enqueue)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return Result{}, fmt.Errorf("store messages and update conversation: %w", err)
 	}
 	if enqueue {
 		if err := s.enqueue(ctx, tx, ev.UserID, ev.ConversationID); err != nil {
@@ -194,8 +196,11 @@ const insertChunkBytes = 512 << 10
 
 // insertMessages stores the event's messages from index from on, chained
 // from c (the chain digest of [0, from)). It reports whether any of them is
-// a user request after the cursor, i.e. whether extraction has work.
-func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int, c evidence.Digest, cursor int) (bool, error) {
+// a user request after the cursor, i.e. whether extraction has work. The
+// insert of a chunk is queued into b, which is sent, with what was queued
+// before, before a further chunk, so that one chunk's rows at most are held;
+// the caller sends the rest.
+func insertMessages(ctx context.Context, tx pgx.Tx, b *pgx.Batch, ev *evidence.Event, from int, c evidence.Digest, cursor int) (bool, error) {
 	request := false
 	for lo := from; lo < ev.End(); {
 		hi, size := lo, 0
@@ -209,7 +214,13 @@ func insertMessages(ctx context.Context, tx pgx.Tx, ev *evidence.Event, from int
 		}
 		var err error
 		var req bool
-		if c, req, err = insertChunk(ctx, tx, ev, lo, hi, c, cursor, size >= copyMinBytes); err != nil {
+		if b.Len() > 0 && (lo > from || size >= copyMinBytes) {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return false, fmt.Errorf("store messages: %w", err)
+			}
+			*b = pgx.Batch{}
+		}
+		if c, req, err = insertChunk(ctx, tx, b, ev, lo, hi, c, cursor, size >= copyMinBytes); err != nil {
 			return false, err
 		}
 		request = request || req
@@ -231,8 +242,8 @@ var messageColumns = []string{"user_id", "conversation_id", "idx", "digest", "ch
 
 // insertChunk stores messages [lo, hi) chained from c, the chain digest of
 // [0, lo), and returns the chain digest of [0, hi). A large chunk is written
-// with COPY.
-func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int, large bool) (evidence.Digest, bool, error) {
+// with COPY at once; a small one's INSERT is queued into b.
+func insertChunk(ctx context.Context, tx pgx.Tx, b *pgx.Batch, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int, large bool) (evidence.Digest, bool, error) {
 	count := hi - lo
 	idx := make([]int32, count)
 	digests := make([][]byte, count)
@@ -270,15 +281,12 @@ func insertChunk(ctx context.Context, tx pgx.Tx, ev *evidence.Event, lo, hi int,
 		}
 		return c, request, nil
 	}
-	_, err := tx.Exec(ctx, `
+	b.Queue(`
 INSERT INTO recall_message (user_id, conversation_id, idx, digest, chain, role, evidential, message_id, text)
 SELECT $1, $2, t.idx, t.digest, t.chain, t.role, t.evidential, t.message_id, t.text
 FROM unnest($3::int[], $4::bytea[], $5::bytea[], $6::text[], $7::bool[], $8::bytea[], $9::bytea[])
     AS t(idx, digest, chain, role, evidential, message_id, text)`,
 		ev.UserID, ev.ConversationID, idx, digests, chains, roles, evidential, ids, texts)
-	if err != nil {
-		return c, false, fmt.Errorf("store messages: %w", err)
-	}
 	return c, request, nil
 }
 
