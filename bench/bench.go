@@ -4,8 +4,11 @@
 //
 //  1. pipeline throughput (publish to committed state) beside River working
 //     as many no-op jobs inserted the same way, and coalescing of a burst;
-//  2. the lag from publish to the state being readable through the API at
-//     half the measured maximum rate;
+//  2. the paced load agents make: the capacity (the highest rate of
+//     conversations taking turns every few seconds at which the backlog
+//     stays bounded), the lag at half and at 80% of it, and the CPU and
+//     commits of an event beside River's no-op job at the same rate; then
+//     the lag at half scenario 1's maximum and of small bursts;
 //  3. the cost of a turn against the conversation's length, for append
 //     events and full snapshots;
 //  4. read API throughput beside a bare handler doing the same select;
@@ -53,7 +56,8 @@ import (
 // Scenario names, for Config.Scenarios.
 const (
 	ScenarioPipeline = "pipeline" // 1: throughput and coalescing
-	ScenarioLag      = "lag"      // 2
+	ScenarioPaced    = "paced"    // 2: capacity, lag and cost at paced load
+	ScenarioLag      = "lag"      // 2: lag at half of scenario 1's maximum
 	ScenarioCost     = "cost"     // 3
 	ScenarioRead     = "read"     // 4
 	ScenarioMemory   = "memory"   // 5
@@ -63,7 +67,7 @@ const (
 )
 
 // Scenarios lists every scenario in the order they run.
-var Scenarios = []string{ScenarioPipeline, ScenarioLag, ScenarioCost, ScenarioRead, ScenarioMemory, ScenarioSearch, ScenarioContext, ScenarioUsers}
+var Scenarios = []string{ScenarioPipeline, ScenarioPaced, ScenarioLag, ScenarioCost, ScenarioRead, ScenarioMemory, ScenarioSearch, ScenarioContext, ScenarioUsers}
 
 // Config configures a run.
 type Config struct {
@@ -82,6 +86,10 @@ type Config struct {
 	// second, instead of half of scenario 1's maximum: to compare lag at
 	// the same load across versions. Defaults to 0.
 	LagRate float64
+	// Capacity, when positive, is taken as the paced scenario's capacity
+	// instead of searching for it: to compare lag and cost at the same load
+	// across versions. Defaults to 0.
+	Capacity float64
 	// Quick runs a reduced version of every scenario. Defaults to false.
 	Quick bool
 	// Tiny shrinks every scenario to a smoke test, for the command's own
@@ -99,6 +107,10 @@ type Config struct {
 	// in-process parts run, per scenario, into Result.SQL. Defaults to
 	// false.
 	SQLStats bool
+	// InProcess runs the paced scenario's recall in this process rather
+	// than as child processes, so that a CPU profile or SQLStats covers it;
+	// recall's CPU then includes the load generator's. Defaults to false.
+	InProcess bool
 }
 
 // sizes are a run's workloads.
@@ -128,6 +140,11 @@ type sizes struct {
 	usersConvs, usersEntries    int // the users scenario's user
 	usersClients                int
 	exportRounds                int
+	pacedPeriod                 time.Duration // between a conversation's turns
+	pacedWindow                 time.Duration // of each rate tried
+	pacedStart                  float64       // the first rate tried
+	pacedSteps                  int           // rates tried at most
+	pacedPollers                int           // long-polls at once
 }
 
 func sizesFor(cfg *Config) sizes {
@@ -140,7 +157,8 @@ func sizesFor(cfg *Config) sizes {
 			bigEvent: 1 << 20, memConvs: 20, memTurns: 4, bestJobs: 2000, commitDuration: 300 * time.Millisecond, digestRounds: 3,
 			searchEntries: 400, searchTurns: 2, searchClients: 4,
 			contextCalls: 20, contextRounds: 1, contextDuration: 300 * time.Millisecond, contextClients: 2,
-			usersConvs: 4, usersEntries: 400, usersClients: 4, exportRounds: 1}
+			usersConvs: 4, usersEntries: 400, usersClients: 4, exportRounds: 1,
+			pacedPeriod: time.Second, pacedWindow: 2 * time.Second, pacedStart: 20, pacedSteps: 2, pacedPollers: 16}
 	case cfg.Quick:
 		return sizes{convs: 300, users: 30, turns: 10, trials: 1, burst: 100,
 			lagDuration: 5 * time.Second, lagTurns: 10, lagBurstRounds: 25,
@@ -149,7 +167,8 @@ func sizesFor(cfg *Config) sizes {
 			bigEvent: 8 << 20, memConvs: 300, memTurns: 10, bestJobs: 10000, commitDuration: 2 * time.Second, digestRounds: 15,
 			searchEntries: 20000, searchTurns: 9, searchClients: 16,
 			contextCalls: 300, contextRounds: 2, contextDuration: 2 * time.Second, contextClients: 4,
-			usersConvs: 20, usersEntries: 20000, usersClients: 16, exportRounds: 3}
+			usersConvs: 20, usersEntries: 20000, usersClients: 16, exportRounds: 3,
+			pacedPeriod: 4 * time.Second, pacedWindow: 15 * time.Second, pacedStart: 100, pacedSteps: 7, pacedPollers: 256}
 	}
 	return sizes{convs: 1000, users: 100, turns: 20, trials: 3, burst: 100,
 		lagDuration: 20 * time.Second, lagTurns: 20, lagBurstRounds: 60,
@@ -158,7 +177,8 @@ func sizesFor(cfg *Config) sizes {
 		bigEvent: 8 << 20, memConvs: 1000, memTurns: 20, bestJobs: 30000, commitDuration: 5 * time.Second, digestRounds: 41,
 		searchEntries: 20000, searchTurns: 25, searchClients: 16,
 		contextCalls: 1000, contextRounds: 5, contextDuration: 3 * time.Second, contextClients: 4,
-		usersConvs: 100, usersEntries: 200000, usersClients: 16, exportRounds: 3}
+		usersConvs: 100, usersEntries: 200000, usersClients: 16, exportRounds: 3,
+		pacedPeriod: 4 * time.Second, pacedWindow: time.Minute, pacedStart: 100, pacedSteps: 9, pacedPollers: 256}
 }
 
 // Run runs the selected scenarios and returns their figures.
@@ -201,6 +221,8 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 		}
 	}()
 	res = &Result{Quick: c.Quick, Tiny: c.Tiny, Concurrency: c.Concurrency, Machine: e.machine(ctx)}
+	// A scenario that fails is reported and the others still run; the run
+	// fails only when the context ends.
 	run := func(name string, fn func(context.Context, *Result) error) error {
 		if !slices.Contains(c.Scenarios, name) {
 			return nil
@@ -208,11 +230,23 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 		e.progress("== %s", name)
 		e.traceAs(name)
 		if err := fn(ctx, res); err != nil {
-			return fmt.Errorf("bench: %s: %w", name, err)
+			if ctx.Err() != nil {
+				return fmt.Errorf("bench: %s: %w", name, err)
+			}
+			e.progress("%s FAILED: %v", name, err)
+			res.Failed = append(res.Failed, ScenarioFailure{Scenario: name, Error: err.Error()})
+			// What the scenario left running goes, so that the next
+			// starts afresh.
+			if err := e.stopPipeline(); err != nil {
+				e.progress("stop the pipeline after %s: %v", name, err)
+			}
 		}
 		return nil
 	}
 	if err := run(ScenarioPipeline, e.pipelineScenario); err != nil {
+		return nil, err
+	}
+	if err := run(ScenarioPaced, e.pacedScenario); err != nil {
 		return nil, err
 	}
 	if err := run(ScenarioLag, e.lagScenario); err != nil {

@@ -49,7 +49,13 @@ type Result struct {
 	CoalesceExtractionsPer100   float64 `json:"coalesce_extractions_per_100"`
 	CoalesceAppliedPer100       float64 `json:"coalesce_applied_per_100"`
 
-	// Scenario 2.
+	// Failed lists the scenarios that failed; the others ran.
+	Failed []ScenarioFailure `json:"failed,omitempty"`
+
+	// Scenario 2, paced load (fields in pacedResult).
+	pacedResult
+
+	// Scenario 2, lag at half of scenario 1's maximum.
 	LagRateEventsPerS float64 `json:"lag_rate_events_per_s"`
 	// LagRateGiven is set when the rate was given (Config.LagRate) rather
 	// than half of scenario 1's maximum.
@@ -268,6 +274,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			r.CoalesceBurst, r.CoalesceExtractionsPer100, r.CoalesceAppliedPer100, TargetCoalescePer100,
 			verdict(r.CoalesceExtractionsPer100 < TargetCoalescePer100))
 	}
+	r.writePaced(tw)
 	if r.LagSamples > 0 {
 		at := "½ max"
 		if r.LagRateGiven {
@@ -378,6 +385,15 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 	}
 	var notes []string
+	for _, f := range r.Failed {
+		notes = append(notes, fmt.Sprintf("scenario %s FAILED: %s", f.Scenario, f.Error))
+	}
+	if r.PacedMethod != "" {
+		notes = append(notes, fmt.Sprintf("paced: %s; a conversation takes a turn every %.0fs (every %dth a full snapshot, the others append events); "+
+			"capacity is the highest rate whose backlog (events not acknowledged by the worker and extraction jobs not finished) stayed within "+
+			"one second of arrivals in the second half of a %.0fs window; the cost window has no readers, so its commits are the pipeline's",
+			r.PacedMethod, r.PacedPeriodS, snapshotEvery, r.PacedWindowS))
+	}
 	if r.LagTimeouts > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d lag samples took over 15s", r.LagTimeouts, r.LagSamples))
 	}

@@ -133,3 +133,17 @@ func countScenario(stats []SQLStat, scenario string) int {
 	}
 	return n
 }
+
+// calls returns how many statements and batches (round trips) the scenario
+// labelled label ran.
+func (t *sqlTracer) calls(label string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for k, s := range t.stats {
+		if k[0] == label {
+			n += s.Calls
+		}
+	}
+	return n
+}

@@ -35,10 +35,12 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&concurrency, "concurrency", concurrency, "worker concurrency, and the baseline's goroutines and River workers (env RECALL_CONCURRENCY)")
 	quick := fs.Bool("quick", false, "a reduced version of every scenario (about a minute)")
 	lagRate := fs.Float64("lag-rate", 0, "events per second of the lag scenario (default: half of the pipeline's maximum), to compare lag at the same load")
+	capacity := fs.Float64("capacity", 0, "events per second taken as the paced scenario's capacity instead of searching for it, to compare lag and cost at the same load")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(bench.Scenarios, ", ")+" (default all)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (pipeline, API and load) to this file")
 	sqlStats := fs.Bool("sqlstats", false, "add up the client-side time of each SQL statement per scenario and print the top ones")
+	executable := fs.String("recall", "", "the recall binary run as the child worker and API (default: this one), to measure another build under the same load")
 	tiny := fs.Bool("tiny", false, "smoke-test sizes, for the command's own test")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: recall bench [flags]")
@@ -66,10 +68,14 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		NATSURL:     *natsURL,
 		Concurrency: concurrency,
 		LagRate:     *lagRate,
+		Capacity:    *capacity,
 		Quick:       *quick || *tiny,
 		Tiny:        *tiny,
 		Progress:    env.Stderr,
 		SQLStats:    *sqlStats,
+		Executable:  *executable,
+		// A profile or SQL statistics of the paced path need it in process.
+		InProcess: *sqlStats || *cpuProfile != "",
 	}
 	if *only != "" {
 		for _, s := range strings.Split(*only, ",") {
