@@ -3,6 +3,7 @@ package evidence
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Corrections supersede. A later statement of the user about the same
@@ -15,12 +16,20 @@ import (
 //     sharing a word with it unless the number has three digits or more; or
 //   - it carries a correction cue ("instead", "actually", "statt", "改成", …)
 //     and they share words (names and nouns, not numbers, and not words that
-//     many candidates hold): two at least, and a fifth of the shorter one's
-//     rare words or a third of all its words; or
-//   - it does not add to what was said ("also", "auch"), names a number the
-//     older one does not, shares words with it as above, and a word stands
-//     next to a number in both ("8 buses", "11 buses"): two such words, or one
-//     and a cue.
+//     many candidates hold): two at least, and a third of the shorter one's
+//     words, or, when the newer names a number, a fifth of the shorter one's
+//     rare words; or
+//   - it does not add to what was said ("also", "auch"), stands in a later
+//     message, names a number the older one does not, shares words with it
+//     as above, and a word stands next to a number in both ("8 buses", "11
+//     buses"): two such words, or one and a cue. Within one message, sentences
+//     that name the same things with other numbers (a schedule, an e-mail the
+//     user pastes) list them; only a cue or a number put aside corrects there.
+//
+// A rare word is one few candidates hold, and few of those written in its
+// script: in a conversation held in one script, the few sentences in another
+// would otherwise make that language's commonest words ("से", "ज़्यादा") look
+// rare.
 //
 // recall cannot see a correction in other words than the fact's ("we
 // planned 180 patients" corrected by "arriviamo a 232 pazienti"), nor one
@@ -86,12 +95,24 @@ func newCorrections(items []*Item) *corrections {
 		index: make(map[windowKey]int, len(items)), counts: make([]int, len(items)), rares: make([]int, len(items)),
 		memo: make(map[windowKey]int)}
 	df := make(map[string]int32, 4*len(items))
+	// How many entries hold a word of each script: a rare word is rare
+	// among all entries and among those written in its script, so that the
+	// few sentences of one language in a conversation held in another do
+	// not make its commonest words look rare.
+	var inScript [numScripts]int32
 	for i, it := range items {
 		c.index[windowKey{it.Index, it.Span[0]}] = i
+		var seen [numScripts]bool
 		for _, t := range it.Terms {
 			if !hasDigit(t) {
 				c.infos[i].words = append(c.infos[i].words, t)
 				df[t]++
+				seen[scriptOf(t)] = true
+			}
+		}
+		for s, ok := range seen {
+			if ok {
+				inScript[s]++
 			}
 		}
 		if it.Role == RoleUser && strings.ContainsAny(it.Excerpt, "0123456789") {
@@ -107,10 +128,14 @@ func newCorrections(items []*Item) *corrections {
 	}
 	maxDF := int32(max(2, int(supersedeMaxShare*float64(len(items)))))
 	maxCommon := int32(max(3, int(supersedeCommonShare*float64(len(items)))))
+	var maxScriptDF [numScripts]int32
+	for s, n := range inScript {
+		maxScriptDF[s] = int32(max(2, int(supersedeMaxShare*float64(n))))
+	}
 	c.byWord = make(map[string][]int, len(df))
 	c.rare = make(map[string]bool, len(df))
 	for w, n := range df {
-		if n <= maxDF {
+		if n <= maxDF && n <= maxScriptDF[scriptOf(w)] {
 			c.rare[w] = true
 		}
 	}
@@ -208,10 +233,14 @@ func (c *corrections) corrects(x, y, n, rare int) bool {
 	rareShare := float64(rare) >= supersedeOverlap*shorter
 	share := float64(n) >= slotOverlap*shorter
 	switch {
-	case iy.cue && (n >= 2 || shorter <= 2) && (rareShare || share):
+	case iy.cue && (n >= 2 || shorter <= 2) && (share || rareShare && len(iy.numbers) > 0):
 		// A cue, and enough words in common.
 		return true
-	case !differ(ix.numbers, iy.numbers) || iy.adds:
+	case !differ(ix.numbers, iy.numbers) || iy.adds || c.items[y].Index == c.items[x].Index:
+		// Nor does an addition, nor, without a cue, a later sentence of
+		// the same message: one message that names the same things with
+		// other numbers (a schedule, an e-mail the user pastes) lists
+		// them, it does not revise itself.
 		return false
 	case rareShare && rare >= 2:
 		// Rare words in common, and a new number in the same place.
@@ -323,6 +352,49 @@ func numbersOf(text string) []string {
 		}
 	}
 	return out
+}
+
+// The scripts words are counted in (scriptOf).
+const (
+	scriptLatin = iota
+	scriptCyrillic
+	scriptGreek
+	scriptArabic
+	scriptHebrew
+	scriptIndic
+	scriptThai
+	scriptHangul
+	scriptHanKana
+	scriptOther
+	numScripts
+)
+
+// scriptOf returns the script of a word's first letter.
+func scriptOf(w string) int {
+	r, _ := utf8.DecodeRuneInString(w)
+	switch {
+	case r < 0x250:
+		return scriptLatin // ASCII, Latin-1 and Latin Extended
+	case unicode.Is(unicode.Cyrillic, r):
+		return scriptCyrillic
+	case unicode.Is(unicode.Greek, r):
+		return scriptGreek
+	case unicode.Is(unicode.Arabic, r):
+		return scriptArabic
+	case unicode.Is(unicode.Hebrew, r):
+		return scriptHebrew
+	case 0x900 <= r && r < 0xD80: // Devanagari to Malayalam
+		return scriptIndic
+	case unicode.Is(unicode.Thai, r):
+		return scriptThai
+	case unicode.Is(unicode.Hangul, r):
+		return scriptHangul
+	case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
+		return scriptHanKana
+	case unicode.Is(unicode.Latin, r):
+		return scriptLatin
+	}
+	return scriptOther
 }
 
 func hasDigit(s string) bool { return strings.IndexFunc(s, unicode.IsDigit) >= 0 }

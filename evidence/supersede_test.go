@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -73,9 +74,19 @@ func TestCorrectionRules(t *testing.T) {
 		{"an addition", "The limit is 100 requests per minute per API key.", "Also, internal keys get 1000 requests per minute.", false},
 		{"the same number named again", "The venue holds 120 people.", "The venue is on Harbour Road, 120 people standing.", false},
 		{"a shared word only", "The catering budget is 18,500 euros.", "The catering tent goes up on Friday at 9.", false},
+		{"a cue, no number and most words shared", "The kickoff dinner for 12 guests is at Casa Nova on Friday.", "The kickoff dinner is at Casa Verde instead, on Friday.", true},
+		{"a cue, no number and two words shared", "We aim to keep the rent under 1,400 a month, as our friends who moved there did.",
+			"Actually we no longer want a car, since our friends who moved there say the bus is fine.", false},
+		{"a later line of the same message", "Poster session P4 is in Hall Rossio, Wednesday 15 October, 11:00 to 12:30.",
+			"Presenters hang their poster in Hall Rossio by 09:45 and take it down after the session at 18:00.", false},
+		{"a later line of the same message with a cue", "We book 8 rooms for the team.", "Correction: we book 11 rooms for the team instead of 8.", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			items := ExtractItems([]Message{user("m0", tc.older), user("m1", tc.newer)}, 0, nil)
+			msgs := []Message{user("m0", tc.older), user("m1", tc.newer)}
+			if strings.Contains(tc.name, "same message") {
+				msgs = []Message{user("m0", tc.older+"\n"+tc.newer)}
+			}
+			items := ExtractItems(msgs, 0, nil)
 			if len(items) != 2 {
 				t.Fatalf("got %d items, want 2", len(items))
 			}
@@ -87,5 +98,27 @@ func TestCorrectionRules(t *testing.T) {
 				t.Error("the newer statement is superseded")
 			}
 		})
+	}
+}
+
+// TestCorrectionRareInItsScript checks that the few sentences of a
+// conversation written in another script than the rest do not make that
+// script's common words look rare: two sentences that share only them and
+// stand by other numbers are two facts.
+func TestCorrectionRareInItsScript(t *testing.T) {
+	t.Parallel()
+	msgs := []Message{user("m0", "एक कमरे में 40 से ज़्यादा कुर्सियाँ नहीं आएंगी।")}
+	for i, text := range []string{"हम दिल्ली की ट्रेन लेंगे और शाम तक पहुँचेंगे।", "बजट से ज़्यादा खर्च नहीं करना है।",
+		"मौसम की चिंता कम है।", "खाना घर पर बनता है।"} {
+		msgs = append(msgs, user(fmt.Sprintf("h%d", i), text))
+	}
+	for i := range 160 {
+		msgs = append(msgs, user(fmt.Sprintf("e%d", i), fmt.Sprintf("Checklist item %d is done and signed off.", i)))
+	}
+	msgs = append(msgs, user("last", "कल 90 से ज़्यादा मेहमान आए।"))
+	items := ExtractItems(msgs, 0, nil)
+	c := newCorrections(pointers(items))
+	if by := c.by(&items[0]); by != nil {
+		t.Errorf("%q superseded by %q", items[0].Excerpt, by.Excerpt)
 	}
 }
