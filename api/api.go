@@ -16,6 +16,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
@@ -108,6 +109,15 @@ type Config struct {
 	// GET /v1/users/{user_id}/conversations, GET …/export and
 	// DELETE /v1/users/{user_id}. Defaults to none: those routes answer 503.
 	Users UserSource
+	// TracerProvider, when set, receives a server span per request (but
+	// health checks and /metrics), named after its route, that continues
+	// the trace of the request's traceparent header; the reads and the
+	// publish of POST /v1/checkpoints run under it. Defaults to none: no
+	// spans.
+	TracerProvider trace.TracerProvider
+	// Inspector reads conversations for the evidence inspector's page
+	// (/inspect/). Defaults to none: the page's data routes answer 503.
+	Inspector Inspector
 }
 
 // Handler serves the read API. It is an http.Handler.
@@ -125,12 +135,15 @@ type Handler struct {
 	metrics      *metrics.Metrics
 	logger       *slog.Logger
 	mux          *http.ServeMux
+	// root serves every request: serve, in a span when tracing is on.
+	root http.Handler
 
 	publisher      Publisher
 	limits         evidence.Limits
 	publishTimeout time.Duration
 	rejections     RejectionLister
 	users          UserSource
+	inspector      Inspector
 
 	draining  atomic.Bool
 	drainOnce sync.Once
@@ -236,6 +249,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 		publishTimeout: c.PublishTimeout,
 		rejections:     c.Rejections,
 		users:          c.Users,
+		inspector:      c.Inspector,
 	}
 	h.waiters = newWaiters(src, c.Notifier, c.MaxWaiters, c.ReadTimeout)
 	h.metrics.MaxWaiters.Set(float64(c.MaxWaiters))
@@ -246,9 +260,11 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h.mux.HandleFunc(routeRejected, h.handle(h.getRejections))
 	h.mux.HandleFunc(routeContext, h.handle(h.postContext))
 	h.registerUserRoutes()
+	h.registerInspector()
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
+	h.root = traced(http.HandlerFunc(h.serve), c.TracerProvider)
 	return h, nil
 }
 
@@ -278,8 +294,11 @@ func (h *Handler) SetDraining() {
 	})
 }
 
-// ServeHTTP routes the request and records its metrics.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP serves the request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
+
+// serve routes the request and records its metrics.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, r: r}
 	h.mux.ServeHTTP(sw, r)

@@ -13,6 +13,8 @@
 //	GET    /healthz   process up
 //	GET    /readyz    dependencies reachable and not draining
 //	GET    /metrics   Prometheus exposition
+//	GET    /inspect/  the evidence inspector's page, and its data under
+//	                  /inspect/api/ for a recall:service token (inspect.go)
 //
 // The evidence routes need a bearer JWT with exp: HS256 with the API's
 // secret (or a previous one, during a rotation), or RS256, ES256 or EdDSA

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
@@ -29,12 +30,14 @@ type ExtractWorker struct {
 	store   *store.Store
 	metrics *metrics.Metrics
 	logger  *slog.Logger
+	tracer  trace.Tracer
 }
 
 // Work folds the conversation's held messages into its evidence and
 // completes the job in the same transaction.
 func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[store.ExtractArgs]) error {
 	start := time.Now()
+	ctx, span := w.tracer.Start(ctx, SpanExtract)
 	var res store.ExtractResult
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		var err error
@@ -44,6 +47,7 @@ func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[store.ExtractAr
 		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
+	endExtract(span, res, err)
 	if w.metrics != nil {
 		w.metrics.ExtractionSeconds.Observe(time.Since(start).Seconds())
 	}
@@ -135,6 +139,11 @@ type Config struct {
 	PruneInterval time.Duration
 	// Metrics, when set, counts and times extractions. Defaults to none.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, receives the spans of extraction jobs:
+	// River's work span (SpanWork), a child of the span that inserted the
+	// job, and the extraction's (SpanExtract), under which its SQL runs.
+	// Defaults to none: no spans.
+	TracerProvider trace.TracerProvider
 	// Logger receives operational logs; never message text. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -184,7 +193,9 @@ func (c *Config) validate() error {
 
 // NewInserter returns an insert-only River client over pool: it works no
 // jobs, and is what the store enqueues extraction jobs with (store.Config.Jobs).
-func NewInserter(pool *pgxpool.Pool, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+// With tp set, each insert of extraction jobs is a span (SpanInsert) whose
+// trace context the jobs carry to their work; nil makes no spans.
+func NewInserter(pool *pgxpool.Pool, logger *slog.Logger, tp trace.TracerProvider) (*river.Client[pgx.Tx], error) {
 	if pool == nil {
 		return nil, errors.New("jobs: NewInserter needs a pgx pool")
 	}
@@ -195,6 +206,7 @@ func NewInserter(pool *pgxpool.Pool, logger *slog.Logger) (*river.Client[pgx.Tx]
 		Logger:            RiverLogger(logger),
 		FetchCooldown:     FetchCooldown,
 		FetchPollInterval: FetchPollInterval,
+		Middleware:        newTracing(tp),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: insert-only River client: %w", err)
@@ -218,9 +230,10 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		CompletedJobRetentionPeriod: c.CompletedJobRetention,
 		// Extraction is idempotent, so retries may come soon.
 		RetryPolicy: &retryPolicy{},
+		Middleware:  newTracing(c.TracerProvider),
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &ExtractWorker{pool: pool, store: st, metrics: c.Metrics, logger: c.Logger}); err != nil {
+	if err := river.AddWorkerSafely(workers, &ExtractWorker{pool: pool, store: st, metrics: c.Metrics, logger: c.Logger, tracer: newJobTracer(c.TracerProvider)}); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	if err := river.AddWorkerSafely(workers, &SweepWorker{store: st, after: c.SweepAfter, logger: c.Logger}); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/jobs"
@@ -43,6 +44,11 @@ type Config struct {
 	// Metrics, when set, is given to the jobs and the worker. Defaults to
 	// none.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, is given to the insert-only River client,
+	// the jobs and the worker, whose own is unset: a batch's span, its job
+	// inserts, the jobs' work and extraction spans. Defaults to none: no
+	// spans.
+	TracerProvider trace.TracerProvider
 	// Logger receives operational logs; never message text. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -77,7 +83,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg *Config) (*Pipeline, error) {
 	}
 	p := &Pipeline{logger: c.Logger}
 
-	inserter, err := jobs.NewInserter(pool, c.Logger)
+	inserter, err := jobs.NewInserter(pool, c.Logger, c.TracerProvider)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +109,9 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg *Config) (*Pipeline, error) {
 	if jc.Metrics == nil {
 		jc.Metrics = c.Metrics
 	}
+	if jc.TracerProvider == nil {
+		jc.TracerProvider = c.TracerProvider
+	}
 	if p.River, err = jobs.NewClient(pool, p.Store, &jc); err != nil {
 		return nil, err
 	}
@@ -119,6 +128,9 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg *Config) (*Pipeline, error) {
 	}
 	if wc.Metrics == nil {
 		wc.Metrics = c.Metrics
+	}
+	if wc.TracerProvider == nil {
+		wc.TracerProvider = c.TracerProvider
 	}
 	if p.Worker, err = worker.New(nc, p.Store, &wc); err != nil {
 		return nil, err

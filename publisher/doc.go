@@ -65,4 +65,14 @@
 // The Publisher is safe for concurrent use. Events of one conversation
 // published concurrently may reach recall in any order; recall copes, but an
 // agent normally publishes a conversation's turns one after another.
+//
+// # Traces
+//
+// Each event carries the OpenTelemetry trace context of the ctx it is
+// published with in its W3C traceparent header, under a producer span
+// ([SpanPublish]) of the tracer provider given with [WithTracerProvider] (the
+// global one by default), so that recall's spans for the event (the
+// worker's batch, the extraction job, its SQL) join the caller's trace. The
+// span names the event (its id, kind, offset and message count), never its
+// messages. The package uses OpenTelemetry's API only, never its SDK.
 package publisher

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallhq/recall/evidence"
 )
@@ -126,6 +127,7 @@ type Publisher struct {
 	mode     Mode
 	maxKeys  int
 	attempts int
+	tracer   trace.Tracer
 
 	mu   sync.Mutex
 	sent *simplelru.LRU[conversationKey, sentState] // append mode's memory; nil in snapshot mode
@@ -143,6 +145,7 @@ func New(js jetstream.JetStream, opts ...Option) (*Publisher, error) {
 		mode:     Snapshot,
 		maxKeys:  DefaultMaxConversations,
 		attempts: DefaultAttempts,
+		tracer:   defaultTracer(),
 	}
 	for _, opt := range opts {
 		if err := opt(p); err != nil {
@@ -274,8 +277,9 @@ func (p *Publisher) Forget(userID, conversationID string) {
 }
 
 // publish sends ev and waits for the ack, retrying with the same id while
-// the outcome is unknown and ctx allows.
-func (p *Publisher) publish(ctx context.Context, ev *Event) (*Ack, error) {
+// the outcome is unknown and ctx allows. It sends the trace context of its
+// publish span in the event's traceparent header.
+func (p *Publisher) publish(ctx context.Context, ev *Event) (ack *Ack, err error) {
 	out := *ev
 	if out.EventID == "" {
 		out.EventID = p.newID()
@@ -290,10 +294,13 @@ func (p *Publisher) publish(ctx context.Context, ev *Event) (*Ack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publisher: encode event: %w", err)
 	}
+	ctx, span := p.startPublish(ctx, &out)
+	defer func() { endPublish(span, ack, err) }()
 	wait := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		msg := &nats.Msg{Subject: p.subject, Header: nats.Header{}, Data: data}
 		msg.Header.Set(jetstream.MsgIDHeader, out.EventID)
+		traceContext.Inject(ctx, HeaderCarrier(msg.Header))
 		pa, err := p.js.PublishMsg(ctx, msg)
 		if err == nil {
 			return &Ack{

@@ -30,6 +30,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
@@ -115,6 +116,10 @@ type Config struct {
 	AckWait time.Duration
 	// Metrics, when set, counts events by outcome. Defaults to none.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, receives a span per batch (SpanBatch) that
+	// continues or links the trace context of its events, and under which
+	// the batch's SQL and job inserts run. Defaults to none: no spans.
+	TracerProvider trace.TracerProvider
 	// Logger receives operational logs; never message text. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -166,6 +171,7 @@ type Worker struct {
 	ing    Ingester
 	cfg    Config
 	logger *slog.Logger
+	tracer trace.Tracer
 
 	termReason bool // the server understands a reason on Term (2.10.4+)
 
@@ -205,7 +211,7 @@ func New(nc *nats.Conn, ing Ingester, cfg *Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: JetStream: %w", err)
 	}
-	return &Worker{js: js, nc: nc, ing: ing, cfg: *c, logger: c.Logger,
+	return &Worker{js: js, nc: nc, ing: ing, cfg: *c, logger: c.Logger, tracer: newTracer(c.TracerProvider),
 		termReason: serverAtLeast(nc.ConnectedServerVersion(), 2, 10, 4)}, nil
 }
 
@@ -436,10 +442,13 @@ func (w *Worker) Stop(ctx context.Context) error {
 // term or nak.
 func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
 	defer w.heartbeat(msg)()
+	ctx, span := w.startBatch(ctx, []jetstream.Msg{msg})
 	p := w.prepare(ctx, msg, time.Now())
 	if p == nil {
+		span.End()
 		return
 	}
+	defer endBatch(span, []*pending{p})
 	if p.ev != nil {
 		res, err := w.ing.Ingest(ctx, p.ev, p.smeta)
 		w.finish(ctx, p, res, err)
@@ -454,7 +463,9 @@ func (w *Worker) Handle(ctx context.Context, msg jetstream.Msg) {
 func (w *Worker) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
 	start := time.Now()
 	defer w.heartbeat(msgs...)()
+	ctx, span := w.startBatch(ctx, msgs)
 	items := make([]*pending, 0, len(msgs))
+	defer func() { endBatch(span, items) }()
 	var events []store.BatchEvent
 	var ingest []*pending
 	for _, msg := range msgs {

@@ -167,22 +167,34 @@ export interface RecallClientOptions {
   mode?: "snapshot" | "append";
   timeoutMs?: number;
   maxConversations?: number;
+  /**
+   * A W3C traceparent sent with every request and NATS publish (a call's
+   * own traceparent option wins), or a function called for each, such as
+   * one that reads the active OpenTelemetry context; recall's spans join
+   * that trace.
+   */
+  traceparent?: string | (() => string | undefined);
+}
+
+/** A W3C traceparent to send with one call ("00-<32 hex>-<16 hex>-<2 hex>"). */
+export interface TraceOption {
+  traceparent?: string;
 }
 
 export declare class RecallClient {
   constructor(opts: RecallClientOptions);
-  publishEvent(event: CheckpointEvent): Promise<IngestResult>;
-  publish(userId: string, conversationId: string, history: Message[], opts?: { eventId?: string }): Promise<PublishResult>;
-  publishDelete(userId: string, conversationId: string, opts?: { eventId?: string }): Promise<IngestResult>;
+  publishEvent(event: CheckpointEvent, opts?: TraceOption): Promise<IngestResult>;
+  publish(userId: string, conversationId: string, history: Message[], opts?: { eventId?: string } & TraceOption): Promise<PublishResult>;
+  publishDelete(userId: string, conversationId: string, opts?: { eventId?: string } & TraceOption): Promise<IngestResult>;
   forget(userId: string, conversationId: string): void;
-  evidence(userId: string, conversationId: string, opts?: { minCursor?: number; wait?: number | string; maxTokens?: number }): Promise<Evidence>;
-  waitFor(userId: string, conversationId: string, minCursor: number, opts?: { timeoutMs?: number; maxTokens?: number }): Promise<Evidence>;
-  search(userId: string, conversationId: string, query: string, opts?: { maxTokens?: number }): Promise<Evidence>;
+  evidence(userId: string, conversationId: string, opts?: { minCursor?: number; wait?: number | string; maxTokens?: number } & TraceOption): Promise<Evidence>;
+  waitFor(userId: string, conversationId: string, minCursor: number, opts?: { timeoutMs?: number; maxTokens?: number } & TraceOption): Promise<Evidence>;
+  search(userId: string, conversationId: string, query: string, opts?: { maxTokens?: number } & TraceOption): Promise<Evidence>;
   context(
     userId: string,
     conversationId: string,
     messages: Message[],
-    opts?: { system?: string; tools?: object[]; budget?: Budget; evidence?: boolean; minCursor?: number; wait?: number | string },
+    opts?: { system?: string; tools?: object[]; budget?: Budget; evidence?: boolean; minCursor?: number; wait?: number | string } & TraceOption,
   ): Promise<ContextResult>;
   delete(userId: string, conversationId: string): Promise<void>;
   conversations(userId: string, opts?: { limit?: number; after?: string | null }): Promise<ConversationPage>;

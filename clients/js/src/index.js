@@ -8,6 +8,9 @@ import canonicalize from "canonicalize";
 export const SCHEMA = "recall.checkpoint.v1";
 export const DEFAULT_SUBJECT = "recall.checkpoints";
 export const SERVICE_SCOPE = "recall:service";
+
+// TRACEPARENT is the form of a W3C Trace Context traceparent header.
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const MAX_KEY_BYTES = 256;
 const MAX_WAIT_SECONDS = 30;
 
@@ -271,7 +274,7 @@ const seconds = (wait) => (wait === undefined || wait === null ? undefined : typ
  * when the earlier ones are unchanged (their chain digest proves it).
  */
 export class RecallClient {
-  constructor({ url, token, nats, subject = DEFAULT_SUBJECT, mode = "snapshot", timeoutMs = 40_000, maxConversations = 10_000 } = {}) {
+  constructor({ url, token, nats, subject = DEFAULT_SUBJECT, mode = "snapshot", timeoutMs = 40_000, maxConversations = 10_000, traceparent } = {}) {
     if (!url || !token) {
       throw new Error("set url and token (RECALL_API_URL and RECALL_TOKEN: run `recall dev` and paste the export lines it prints)");
     }
@@ -284,20 +287,37 @@ export class RecallClient {
     this.maxConversations = maxConversations;
     this.js = nats ? nats.jetstream() : null;
     this.sent = new Map(); // key -> {length, digest}
+    this.traceparent = traceparent;
   }
 
-  async request(method, path, { body, query, timeoutMs } = {}) {
-    const resp = await this.send(method, path, { body, query, timeoutMs });
+  /**
+   * The W3C traceparent a call sends: the call's own, else the client's (a
+   * string, or a function called for each request, such as one that reads
+   * the active OpenTelemetry context); undefined for none.
+   */
+  traceparentFor(given) {
+    const tp = given ?? (typeof this.traceparent === "function" ? this.traceparent() : this.traceparent);
+    if (tp === undefined || tp === null || tp === "") return undefined;
+    if (typeof tp !== "string" || !TRACEPARENT.test(tp)) {
+      throw new TypeError(`traceparent must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), not ${JSON.stringify(tp)}`);
+    }
+    return tp;
+  }
+
+  async request(method, path, { body, query, timeoutMs, traceparent } = {}) {
+    const resp = await this.send(method, path, { body, query, timeoutMs, traceparent });
     const text = await resp.text();
     return text ? JSON.parse(text) : null;
   }
 
   /** Sends a request and resolves to the Response once its status is a success; throws RecallError otherwise. timeoutMs null: no timeout. */
-  async send(method, path, { body, query, timeoutMs, accept = "application/json" } = {}) {
+  async send(method, path, { body, query, timeoutMs, accept = "application/json", traceparent } = {}) {
     const url = new URL(this.url + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
     const headers = { Authorization: `Bearer ${this.token}`, Accept: accept };
     if (body !== undefined) headers["Content-Type"] = "application/json";
+    const tp = this.traceparentFor(traceparent);
+    if (tp) headers.traceparent = tp;
     const resp = await fetch(url, {
       method,
       headers,
@@ -327,12 +347,25 @@ export class RecallClient {
     return `/v1/users/${encodeURIComponent(userId)}/conversations/${encodeURIComponent(conversationId)}`;
   }
 
-  /** Publishes an event and resolves to {stream_seq, duplicate} once the stream has acknowledged it. */
-  async publishEvent(event) {
-    if (!this.js) return this.request("POST", "/v1/checkpoints", { body: event });
+  /**
+   * Publishes an event and resolves to {stream_seq, duplicate} once the
+   * stream has acknowledged it. A traceparent (the option, or the client's)
+   * goes in the request's or the NATS message's traceparent header, and
+   * recall's spans for the event join that trace.
+   */
+  async publishEvent(event, { traceparent } = {}) {
+    if (!this.js) return this.request("POST", "/v1/checkpoints", { body: event, traceparent });
+    const tp = this.traceparentFor(traceparent);
+    let hdrs;
+    if (tp) {
+      const { headers } = await import("nats");
+      hdrs = headers();
+      hdrs.set("traceparent", tp);
+    }
     const ack = await this.js.publish(this.subject, new TextEncoder().encode(JSON.stringify(event)), {
       msgID: event.event_id,
       timeout: 10_000,
+      ...(hdrs ? { headers: hdrs } : {}),
     });
     return { stream_seq: ack.seq, duplicate: ack.duplicate };
   }
@@ -343,7 +376,7 @@ export class RecallClient {
    * event when it can. Messages may be flat objects, LangChain messages, or
    * LangChain's stored form, mixed.
    */
-  async publish(userId, conversationId, history, { eventId } = {}) {
+  async publish(userId, conversationId, history, { eventId, traceparent } = {}) {
     const key = JSON.stringify([userId, conversationId]);
     let event, digests;
     if (this.mode === "append") {
@@ -354,7 +387,7 @@ export class RecallClient {
       }
     }
     event ??= snapshotEvent(userId, conversationId, history, { eventId });
-    const ack = await this.publishEvent(event);
+    const ack = await this.publishEvent(event, { traceparent });
     if (this.mode === "append") {
       this.sent.delete(key);
       if (this.sent.size >= this.maxConversations) this.sent.delete(this.sent.keys().next().value);
@@ -364,9 +397,9 @@ export class RecallClient {
   }
 
   /** Publishes a delete event. */
-  async publishDelete(userId, conversationId, { eventId } = {}) {
+  async publishDelete(userId, conversationId, { eventId, traceparent } = {}) {
     this.forget(userId, conversationId);
-    return this.publishEvent(deleteEvent(userId, conversationId, { eventId }));
+    return this.publishEvent(deleteEvent(userId, conversationId, { eventId }), { traceparent });
   }
 
   /** Makes the next publish of the conversation a full snapshot. */
@@ -379,21 +412,22 @@ export class RecallClient {
    * duration such as "2s"; at most 30 s) the answer waits until
    * cursor >= minCursor and says lagging: true when the deadline came first.
    */
-  async evidence(userId, conversationId, { minCursor, wait, maxTokens } = {}) {
+  async evidence(userId, conversationId, { minCursor, wait, maxTokens, traceparent } = {}) {
     const w = seconds(wait);
     const timeoutMs = typeof wait === "number" ? Math.max(this.timeoutMs, wait * 1000 + 10_000) : undefined;
     return this.request("GET", RecallClient.conversationPath(userId, conversationId) + "/evidence", {
       query: { min_cursor: minCursor, wait: w, max_tokens: maxTokens },
       timeoutMs,
+      traceparent,
     });
   }
 
   /** Waits up to timeoutMs until the evidence's cursor reaches minCursor, and resolves to it. */
-  async waitFor(userId, conversationId, minCursor, { timeoutMs = 60_000, maxTokens } = {}) {
+  async waitFor(userId, conversationId, minCursor, { timeoutMs = 60_000, maxTokens, traceparent } = {}) {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const left = Math.max(0, Math.min(MAX_WAIT_SECONDS, (deadline - Date.now()) / 1000));
-      const ev = await this.evidence(userId, conversationId, { minCursor, wait: left, maxTokens });
+      const ev = await this.evidence(userId, conversationId, { minCursor, wait: left, maxTokens, traceparent });
       if (ev.cursor >= minCursor) return ev;
       if (Date.now() >= deadline) {
         throw new Error(`the evidence cursor is ${ev.cursor}, short of ${minCursor}, after ${timeoutMs} ms; is a recall worker running?`);
@@ -402,18 +436,18 @@ export class RecallClient {
   }
 
   /** The evidence selected for query instead of the current request (POST …/evidence/search). */
-  async search(userId, conversationId, query, { maxTokens } = {}) {
+  async search(userId, conversationId, query, { maxTokens, traceparent } = {}) {
     const body = { query, ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }) };
-    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/evidence/search", { body });
+    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/evidence/search", { body, traceparent });
   }
 
   /** The bounded messages of the next model call (POST …/context). */
-  async context(userId, conversationId, messages, { system, tools, budget, evidence, minCursor, wait } = {}) {
+  async context(userId, conversationId, messages, { system, tools, budget, evidence, minCursor, wait, traceparent } = {}) {
     const body = { messages: messages.map(asJSON) };
     for (const [k, v] of [["system", system], ["tools", tools], ["budget", budget], ["evidence", evidence], ["min_cursor", minCursor], ["wait", seconds(wait)]]) {
       if (v !== undefined) body[k] = v;
     }
-    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/context", { body });
+    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/context", { body, traceparent });
   }
 
   /** Deletes the conversation: its evidence and every copy of its messages recall holds. */

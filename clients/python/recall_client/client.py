@@ -1,6 +1,7 @@
 """A client for recall's HTTP API, on the standard library alone."""
 
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -13,6 +14,9 @@ from .events import append_event, delete_event, snapshot_event, validate_id, val
 __all__ = ["Client", "RecallError"]
 
 MAX_WAIT = 30.0  # the longest wait one request may ask for
+
+# The form of a W3C Trace Context traceparent header.
+_TRACEPARENT = re.compile(r"\A[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}\Z")
 
 
 class RecallError(Exception):
@@ -41,9 +45,15 @@ class Client:
     conversation, when the earlier ones are unchanged (their chain digest
     proves it); otherwise, and in the default mode="snapshot", every event
     carries the whole history.
+
+    traceparent, a W3C traceparent string or a function returning one (or
+    None), is sent in the traceparent header of every request, so that
+    recall's spans for the call join that trace; a call's own traceparent
+    argument wins. With OpenTelemetry, pass a function that injects the
+    current context and returns its "traceparent".
     """
 
-    def __init__(self, url, token, timeout=40.0, mode="snapshot", max_conversations=10000):
+    def __init__(self, url, token, timeout=40.0, mode="snapshot", max_conversations=10000, traceparent=None):
         if mode not in ("snapshot", "append"):
             raise ValueError('mode must be "snapshot" or "append"')
         self.url = url.rstrip("/")
@@ -53,15 +63,31 @@ class Client:
         self._max = max_conversations
         self._sent = {}  # (user, conversation) -> (length, chain digest of that prefix)
         self._lock = threading.Lock()
+        self.traceparent = traceparent
 
     # HTTP
 
-    def _request(self, method, path, body=None, query=None, timeout=None):
+    def _traceparent(self, given):
+        """Returns the traceparent a call sends: given, else the client's
+        (called when it is a function); None for none."""
+        tp = given
+        if tp is None:
+            tp = self.traceparent() if callable(self.traceparent) else self.traceparent
+        if tp is None or tp == "":
+            return None
+        if not isinstance(tp, str) or not _TRACEPARENT.match(tp):
+            raise ValueError("traceparent must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), not %r" % (tp,))
+        return tp
+
+    def _request(self, method, path, body=None, query=None, timeout=None, traceparent=None):
         url = self.url + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
         data = None
         headers = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
+        tp = self._traceparent(traceparent)
+        if tp:
+            headers["traceparent"] = tp
         if body is not None:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             headers["Content-Type"] = "application/json"
@@ -99,14 +125,15 @@ class Client:
 
     # Publishing
 
-    def publish_event(self, event):
+    def publish_event(self, event, traceparent=None):
         """POSTs a checkpoint event to /v1/checkpoints and returns
         {"stream_seq", "duplicate"} once the stream has acknowledged it.
         Raises RecallError (code malformed, invalid, unsupported_schema,
-        too_large, forbidden, …) when recall refuses it."""
-        return self._request("POST", "/v1/checkpoints", body=event)
+        too_large, forbidden, …) when recall refuses it. recall carries the
+        traceparent (this one, or the client's) into the event."""
+        return self._request("POST", "/v1/checkpoints", body=event, traceparent=traceparent)
 
-    def publish(self, user_id, conversation_id, history, event_id=None):
+    def publish(self, user_id, conversation_id, history, event_id=None, traceparent=None):
         """Publishes the conversation's whole current history (append-only,
         ending with the newest user message), as a snapshot or, in append
         mode, an append event. Returns the ack with the event's event_id,
@@ -127,7 +154,7 @@ class Client:
             event = append_event(user_id, conversation_id, history, offset, event_id)
         else:
             event = snapshot_event(user_id, conversation_id, history, event_id)
-        ack = self.publish_event(event)
+        ack = self.publish_event(event, traceparent=traceparent)
         if self.mode == "append":
             with self._lock:
                 self._sent.pop(key, None)
@@ -137,11 +164,11 @@ class Client:
         ack.update(event_id=event["event_id"], offset=offset, sent=len(event["messages"]))
         return ack
 
-    def publish_delete(self, user_id, conversation_id, event_id=None):
+    def publish_delete(self, user_id, conversation_id, event_id=None, traceparent=None):
         """Publishes a delete event (the stream's way of deleting)."""
         with self._lock:
             self._sent.pop((user_id, conversation_id), None)
-        return self.publish_event(delete_event(user_id, conversation_id, event_id))
+        return self.publish_event(delete_event(user_id, conversation_id, event_id), traceparent=traceparent)
 
     def forget(self, user_id, conversation_id):
         """Makes the next publish of the conversation a full snapshot."""
@@ -150,7 +177,7 @@ class Client:
 
     # Reading
 
-    def evidence(self, user_id, conversation_id, min_cursor=None, wait=None, max_tokens=None):
+    def evidence(self, user_id, conversation_id, min_cursor=None, wait=None, max_tokens=None, traceparent=None):
         """Returns the conversation's evidence (GET …/evidence). With
         min_cursor and wait (seconds, or a duration such as "2s", at most 30 s)
         the answer waits until cursor >= min_cursor, and says "lagging": true
@@ -160,9 +187,9 @@ class Client:
         timeout = self.timeout
         if wait is not None and not isinstance(wait, str):
             timeout = max(timeout, float(wait) + 10)
-        return self._request("GET", path, query=query, timeout=timeout)
+        return self._request("GET", path, query=query, timeout=timeout, traceparent=traceparent)
 
-    def wait_for(self, user_id, conversation_id, min_cursor, timeout=60.0, max_tokens=None):
+    def wait_for(self, user_id, conversation_id, min_cursor, timeout=60.0, max_tokens=None, traceparent=None):
         """Waits up to timeout seconds until the evidence's cursor reaches
         min_cursor and returns it; raises TimeoutError with the last cursor
         otherwise."""
@@ -170,23 +197,24 @@ class Client:
         while True:
             left = deadline - time.monotonic()
             ev = self.evidence(user_id, conversation_id, min_cursor=min_cursor,
-                               wait=max(0.0, min(MAX_WAIT, left)), max_tokens=max_tokens)
+                               wait=max(0.0, min(MAX_WAIT, left)), max_tokens=max_tokens, traceparent=traceparent)
             if ev["cursor"] >= min_cursor:
                 return ev
             if time.monotonic() >= deadline:
                 raise TimeoutError("the evidence cursor is %d, short of %d, after %gs; is a recall worker running?"
                                    % (ev["cursor"], min_cursor, timeout))
 
-    def search(self, user_id, conversation_id, query, max_tokens=None):
+    def search(self, user_id, conversation_id, query, max_tokens=None, traceparent=None):
         """Returns the evidence selected for query instead of the current
         request (POST …/evidence/search): the same shape as evidence()."""
         body = {"query": query}
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        return self._request("POST", self._conversation_path(user_id, conversation_id) + "/evidence/search", body=body)
+        return self._request("POST", self._conversation_path(user_id, conversation_id) + "/evidence/search", body=body,
+                             traceparent=traceparent)
 
     def context(self, user_id, conversation_id, messages, system=None, tools=None, budget=None,
-                evidence=None, min_cursor=None, wait=None):
+                evidence=None, min_cursor=None, wait=None, traceparent=None):
         """Returns the bounded messages of the next model call (POST …/context):
         {"messages", "estimated_tokens", "limit", "dropped_turns",
         "compacted_tool_results", "evidence"}."""
@@ -195,7 +223,8 @@ class Client:
                      ("min_cursor", min_cursor), ("wait", _seconds(wait))):
             if v is not None:
                 body[k] = v
-        return self._request("POST", self._conversation_path(user_id, conversation_id) + "/context", body=body)
+        return self._request("POST", self._conversation_path(user_id, conversation_id) + "/context", body=body,
+                             traceparent=traceparent)
 
     def delete(self, user_id, conversation_id):
         """Deletes the conversation: its evidence and every copy of its

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/evidence"
@@ -100,6 +101,12 @@ type config struct {
 	Profile string
 	// ArchiveMaxEntries bounds a conversation's archive (focus profile).
 	ArchiveMaxEntries int
+	// getenv reads the OTEL_* variables that turn traces on
+	// (telemetry.Setup); nil turns them off.
+	getenv func(string) string
+	// tracerProvider, when set, receives every part's spans in place of
+	// what the OTEL_* variables configure (the tests' in-memory exporter).
+	tracerProvider trace.TracerProvider
 }
 
 // foldConfig returns the evidence profile and bounds c names.
@@ -176,6 +183,7 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 			fs.IntVar(p, name, *p, usage+" (env "+envName+")")
 		}
 	}
+	c.getenv = env.Getenv
 	c.DatabaseURL = cmp.Or(env.Getenv("DATABASE_URL"), defaultDatabaseURL)
 	c.DatabaseURLSet = env.Getenv("DATABASE_URL") != ""
 	if groups&flagsDB != 0 {

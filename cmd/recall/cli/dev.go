@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -201,6 +202,16 @@ func printDevBanner(env *Env, addr, natsURL, dbURL, dataDir, token string) {
 	fmt.Fprintf(w, "recall publish --example planning --turns --wait\n")
 	fmt.Fprintf(w, "curl -s -H \"Authorization: Bearer $RECALL_TOKEN\" \"$RECALL_API_URL/v1/users/demo-user/conversations/planning/evidence\"\n\n")
 	fmt.Fprintf(w, "A token for one user (what to give a user's own client): recall token USER --ttl 1h\n\n")
+	fmt.Fprintf(w, "See what recall holds of a conversation and why, in the evidence inspector (the token rides in the\n")
+	fmt.Fprintf(w, "URL's fragment, which the browser keeps to itself):\n\n")
+	fmt.Fprintf(w, "%s\n\n", inspectorURL(apiURL, "demo-user", token))
+}
+
+// inspectorURL is the evidence inspector's address on apiURL, opening
+// userID's conversations, with token in the fragment: the page moves it to
+// the tab's session storage and never sends it in a URL.
+func inspectorURL(apiURL, userID, token string) string {
+	return apiURL + "/inspect/#" + url.Values{"user": {userID}, "token": {token}}.Encode()
 }
 
 // devSecret returns the dev JWT secret kept in the data folder, making one

@@ -23,7 +23,7 @@ func (a *app) readSource(ctx context.Context, primary *store.Store, fold *eviden
 		return primary, nil
 	}
 	var err error
-	if a.readPool, err = newPool(ctx, a.cfg.ReadDatabaseURL, "recall_api_replica", int32(max(a.cfg.APIMaxConns, 1)), 0); err != nil {
+	if a.readPool, err = newPool(ctx, a.cfg.ReadDatabaseURL, "recall_api_replica", int32(max(a.cfg.APIMaxConns, 1)), 0, a.tp); err != nil {
 		return nil, fmt.Errorf("read replica (RECALL_READ_DATABASE_URL): %w", err)
 	}
 	replica, err := store.New(a.readPool, &store.Config{Logger: a.logger, Fold: fold})

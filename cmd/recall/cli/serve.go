@@ -10,11 +10,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"riverqueue.com/riverui"
 
@@ -22,8 +26,10 @@ import (
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/internal/redact"
+	"github.com/recallhq/recall/internal/telemetry"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/pipeline"
+	"github.com/recallhq/recall/publisher"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/worker"
 )
@@ -119,6 +125,11 @@ type app struct {
 	replica  *store.ReplicaReader
 	nc       *nats.Conn
 	pipe     *pipeline.Pipeline // the worker's, when it runs
+	// tracing is the tracer provider the OTEL_* variables asked for, which
+	// stop flushes; nil when traces are off (or a test supplied its own).
+	tracing *sdktrace.TracerProvider
+	// tp receives every part's spans; nil when traces are off.
+	tp       trace.TracerProvider
 	listener *store.Listener
 	handler  *api.Handler
 	server   *http.Server
@@ -150,6 +161,15 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	if err := cfg.validateStream(); err != nil {
 		return nil, err
 	}
+	if a.tp = cfg.tracerProvider; a.tp == nil {
+		if a.tracing, err = telemetry.Setup(ctx, cfg.getenv); err != nil {
+			return nil, err
+		}
+		if a.tracing != nil {
+			a.tp = a.tracing
+			logger.InfoContext(ctx, "traces on, as the OTEL_* variables ask")
+		}
+	}
 	var idp *api.IdentityProvider
 	if r.api && cfg.JWKSURL != "" {
 		// Before anything else: without the keys it was told to trust, the
@@ -165,7 +185,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			return nil, err
 		}
 	}
-	if a.pool, err = newPool(ctx, cfg.DatabaseURL, "recall", 0, int32(2*cfg.Concurrency+8)); err != nil {
+	if a.pool, err = newPool(ctx, cfg.DatabaseURL, "recall", 0, int32(2*cfg.Concurrency+8), a.tp); err != nil {
 		return nil, err
 	}
 	a.nc, err = nats.Connect(cfg.NATSURL,
@@ -193,7 +213,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Jobs:  &jobs.Config{Workers: cfg.Concurrency, RejectionRetention: cfg.RejectionRetention},
 			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency, MaxBatch: cfg.MaxBatch,
 				Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
-			Metrics: m, Logger: logger,
+			Metrics: m, TracerProvider: a.tp, Logger: logger,
 		})
 		if err != nil {
 			return nil, err
@@ -204,7 +224,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		a.pipe = p
 	}
 	if r.api {
-		if a.apiPool, err = newPool(ctx, cfg.DatabaseURL, "recall_api", int32(max(cfg.APIMaxConns, 1)), 0); err != nil {
+		if a.apiPool, err = newPool(ctx, cfg.DatabaseURL, "recall_api", int32(max(cfg.APIMaxConns, 1)), 0, a.tp); err != nil {
 			return nil, err
 		}
 		// The API's store searches with the profile extraction uses.
@@ -243,6 +263,8 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Limits:             evidence.Limits{MaxEventBytes: cfg.MaxEventBytes},
 			Rejections:         storeRejections{apiStore},
 			Users:              storeUsers{apiStore},
+			TracerProvider:     a.tp,
+			Inspector:          storeInspector{apiStore},
 		})
 		if err != nil {
 			return nil, err
@@ -278,7 +300,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 func (a *app) startRiverUI(ctx context.Context, rc *river.Client[pgx.Tx]) error {
 	if rc == nil {
 		var err error
-		if rc, err = jobs.NewInserter(a.pool, a.logger); err != nil {
+		if rc, err = jobs.NewInserter(a.pool, a.logger, nil); err != nil {
 			//lint:ignore ST1005 begins with a proper noun (River UI), which ST1005 allows but cannot tell from a capitalized word
 			return fmt.Errorf("River UI: %w", err)
 		}
@@ -316,8 +338,10 @@ func (a *app) startRiverUI(ctx context.Context, rc *river.Client[pgx.Tx]) error 
 }
 
 // newPool connects a pool to dbURL whose connections carry appName. Its
-// size is exactly maxConns when that is set, else at least minMax.
-func newPool(ctx context.Context, dbURL, appName string, maxConns, minMax int32) (*pgxpool.Pool, error) {
+// size is exactly maxConns when that is set, else at least minMax. With tp
+// set, each statement run under a span is a span of its own (otelpgx),
+// which names the statement, never its arguments.
+func newPool(ctx context.Context, dbURL, appName string, maxConns, minMax int32, tp trace.TracerProvider) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -332,6 +356,9 @@ func newPool(ctx context.Context, dbURL, appName string, maxConns, minMax int32)
 		pcfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = appName
+	if tp != nil {
+		pcfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(tp))
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)
@@ -357,6 +384,8 @@ type streamPublisher struct {
 func (p streamPublisher) Publish(ctx context.Context, eventID string, data []byte) (uint64, bool, error) {
 	msg := nats.NewMsg(p.subject)
 	msg.Header.Set(jetstream.MsgIDHeader, eventID)
+	// The event carries the request's trace (its span, when the API traces).
+	propagation.TraceContext{}.Inject(ctx, publisher.HeaderCarrier(msg.Header))
 	msg.Data = data
 	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(p.stream))
 	if err != nil {
@@ -449,6 +478,13 @@ func (a *app) stop(logger *slog.Logger) error {
 	}
 	if a.pool != nil {
 		a.pool.Close()
+	}
+	if a.tracing != nil {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.tracing.Shutdown(flushCtx); err != nil {
+			logger.Warn("traces: flushing the last spans", slog.String("error", err.Error()))
+		}
+		cancel()
 	}
 	logger.Info("stopped")
 	return nil
