@@ -69,7 +69,7 @@ func TestInspector(t *testing.T) {
 		{"role": "user", "content": "Good."},
 	})
 	rewritten := append([]map[string]string{{"role": "user", "content": "We may deploy on any day."}}, long[1:]...)
-	if status, body := postJSON(t, api+"/v1/checkpoints", d.Token, checkpoint("inspect-2", inspectConv, rewritten)); status != http.StatusAccepted {
+	if status, body := postJSON(t, api+"/v1/checkpoints", d.Token, checkpointEvent("inspect-2", inspectConv, rewritten)); status != http.StatusAccepted {
 		t.Fatalf("POST the rewritten snapshot: %d %s", status, body)
 	}
 	rejections := api + "/v1/users/" + inspectUser + "/conversations/" + inspectConv + "/rejections"
@@ -223,8 +223,8 @@ func inspectHistory(n int) []map[string]string {
 	return append(h, map[string]string{"role": "user", "content": "What should we do next for the launch?"})
 }
 
-// checkpoint returns a snapshot event of conv of inspectUser.
-func checkpoint(eventID, conv string, history []map[string]string) []byte {
+// checkpointEvent returns a snapshot event of conv of inspectUser.
+func checkpointEvent(eventID, conv string, history []map[string]string) []byte {
 	msgs := make([]map[string]string, len(history))
 	for i, m := range history {
 		msgs[i] = map[string]string{"id": "m" + strconv.Itoa(i), "role": m["role"], "content": m["content"]}
@@ -239,7 +239,7 @@ func checkpoint(eventID, conv string, history []map[string]string) []byte {
 func publishAndWait(t *testing.T, d *devProc, eventID, conv string, history []map[string]string) {
 	t.Helper()
 	api := strings.TrimRight(d.APIURL, "/")
-	if status, body := postJSON(t, api+"/v1/checkpoints", d.Token, checkpoint(eventID, conv, history)); status != http.StatusAccepted {
+	if status, body := postJSON(t, api+"/v1/checkpoints", d.Token, checkpointEvent(eventID, conv, history)); status != http.StatusAccepted {
 		t.Fatalf("POST %s: %d %s", eventID, status, body)
 	}
 	status, body := get(t, evidenceURL(api, inspectUser, conv)+"?min_cursor="+strconv.Itoa(len(history)-1)+"&wait=30s", d.Token)
