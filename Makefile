@@ -33,7 +33,7 @@ scale: ## the per-event cost (CPU, commits, WAL, rows) behind docs/scaling.md, o
 
 .PHONY: bench
 bench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem ./evidence ./assemble ./api
+	$(GO) test -run '^$$' -bench . -benchmem ./checkpoint ./evidence ./assemble ./api
 
 .PHONY: eval
 eval: ## evidence quality report over the fixtures

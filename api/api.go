@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/metrics"
 )
@@ -98,7 +99,7 @@ type Config struct {
 	// Limits bound the events POST /v1/checkpoints accepts; use the
 	// worker's, so that what the API accepts the worker accepts. Defaults
 	// to evidence's defaults.
-	Limits evidence.Limits
+	Limits checkpoint.Limits
 	// PublishTimeout bounds the wait for the stream's ack of one event.
 	// Defaults to 10s.
 	PublishTimeout time.Duration
@@ -139,7 +140,7 @@ type Handler struct {
 	root http.Handler
 
 	publisher      Publisher
-	limits         evidence.Limits
+	limits         checkpoint.Limits
 	publishTimeout time.Duration
 	rejections     RejectionLister
 	users          UserSource
@@ -177,8 +178,8 @@ func (c *Config) WithDefaults() *Config {
 	out.MaxWaiters = cmp.Or(out.MaxWaiters, DefaultMaxWaiters)
 	out.ReadTimeout = cmp.Or(out.ReadTimeout, DefaultReadTimeout)
 	out.PublishTimeout = cmp.Or(out.PublishTimeout, DefaultPublishTimeout)
-	out.Limits.MaxEventBytes = cmp.Or(out.Limits.MaxEventBytes, evidence.DefaultMaxEventBytes)
-	out.Limits.MaxMessages = cmp.Or(out.Limits.MaxMessages, evidence.DefaultMaxMessages)
+	out.Limits.MaxEventBytes = cmp.Or(out.Limits.MaxEventBytes, checkpoint.DefaultMaxEventBytes)
+	out.Limits.MaxMessages = cmp.Or(out.Limits.MaxMessages, checkpoint.DefaultMaxMessages)
 	if out.Ready == nil {
 		out.Ready = func(context.Context) error { return nil }
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/metrics"
@@ -140,24 +141,24 @@ const sentinelHistory = `[
 
 // fold folds a history by the seed profile's rules, which the golden
 // responses pin; foldFocus by the focus profile's.
-func fold(t testing.TB, historyJSON string) (evidence.State, []evidence.Message) {
+func fold(t testing.TB, historyJSON string) (evidence.State, []checkpoint.Message) {
 	t.Helper()
 	return foldWith(t, historyJSON, &evidence.Config{Profile: evidence.ProfileSeed})
 }
 
-func foldFocus(t testing.TB, historyJSON string) (evidence.State, []evidence.Message) {
+func foldFocus(t testing.TB, historyJSON string) (evidence.State, []checkpoint.Message) {
 	t.Helper()
 	return foldWith(t, historyJSON, nil)
 }
 
-func foldWith(t testing.TB, historyJSON string, cfg *evidence.Config) (evidence.State, []evidence.Message) {
+func foldWith(t testing.TB, historyJSON string, cfg *evidence.Config) (evidence.State, []checkpoint.Message) {
 	t.Helper()
-	msgs, err := evidence.DecodeMessages([]byte(historyJSON))
+	msgs, err := checkpoint.DecodeMessages([]byte(historyJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, outcome, err := evidence.Fold(evidence.NewState(), msgs, cfg)
-	if err != nil || outcome != evidence.Applied {
+	if err != nil || outcome != checkpoint.Applied {
 		t.Fatalf("Fold: %v, %v", outcome, err)
 	}
 	return s, msgs
@@ -379,7 +380,7 @@ func TestAuth(t *testing.T) {
 func TestAuthBeforeValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	long := strings.Repeat("x", evidence.MaxKeyBytes+1)
+	long := strings.Repeat("x", checkpoint.MaxKeyBytes+1)
 	tests := []struct {
 		name, target, token string
 		wantStatus          int
@@ -402,7 +403,7 @@ func TestBadRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tok := serviceToken(t)
-	long := strings.Repeat("é", evidence.MaxKeyBytes/2) + "x" // 257 bytes
+	long := strings.Repeat("é", checkpoint.MaxKeyBytes/2) + "x" // 257 bytes
 	tests := []struct {
 		name     string
 		method   string
@@ -446,7 +447,7 @@ func TestBadRequests(t *testing.T) {
 	}
 
 	t.Run("ids of exactly 256 bytes", func(t *testing.T) {
-		id := strings.Repeat("é", evidence.MaxKeyBytes/2)
+		id := strings.Repeat("é", checkpoint.MaxKeyBytes/2)
 		w := do(t, b.h, "GET", "/v1/users/"+id+"/conversations/"+id+"/evidence", tok)
 		if r := decode(t, w); r.UserID != id || r.ConversationID != id {
 			t.Errorf("ids = %q, %q, want both %q", r.UserID, r.ConversationID, id)
@@ -464,7 +465,7 @@ func TestBadRequests(t *testing.T) {
 func TestEvidenceResponses(t *testing.T) {
 	t.Parallel()
 	live, msgs := fold(t, history)
-	wantPrefix, err := evidence.PrefixDigest(msgs, 6)
+	wantPrefix, err := checkpoint.PrefixDigest(msgs, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +477,7 @@ func TestEvidenceResponses(t *testing.T) {
 	liveMessage := evidence.Render(&live)
 
 	unknown := response{
-		UserID: "u-42", ConversationID: "c-7", PrefixDigest: evidence.ChainStart().String(), Buckets: emptyBuckets(),
+		UserID: "u-42", ConversationID: "c-7", PrefixDigest: checkpoint.ChainStart().String(), Buckets: emptyBuckets(),
 	}
 	tests := []struct {
 		name   string
@@ -500,7 +501,7 @@ func TestEvidenceResponses(t *testing.T) {
 			want: response{
 				UserID: "u-42", ConversationID: "c-7", Version: 1, Cursor: 2, MessageCount: 3,
 				PrefixDigest: sentinel.PrefixDigest.String(), EstimatedTokens: evidence.EstimateTokens(len(evidence.Sentinel)),
-				Buckets: emptyBuckets(), Message: &evidence.EvidenceMessage{Role: evidence.RoleAssistant, Content: evidence.Sentinel},
+				Buckets: emptyBuckets(), Message: &evidence.EvidenceMessage{Role: checkpoint.RoleAssistant, Content: evidence.Sentinel},
 				UpdatedAt: &wantUpdated,
 			},
 		},
@@ -574,12 +575,12 @@ func TestEvidenceResponses(t *testing.T) {
 
 func TestMaxTokensDropsEntries(t *testing.T) {
 	t.Parallel()
-	for name, fold := range map[string]func(testing.TB, string) (evidence.State, []evidence.Message){"seed": fold, "focus": foldFocus} {
+	for name, fold := range map[string]func(testing.TB, string) (evidence.State, []checkpoint.Message){"seed": fold, "focus": foldFocus} {
 		t.Run(name, func(t *testing.T) { testMaxTokensDropsEntries(t, fold) })
 	}
 }
 
-func testMaxTokensDropsEntries(t *testing.T, fold func(testing.TB, string) (evidence.State, []evidence.Message)) {
+func testMaxTokensDropsEntries(t *testing.T, fold func(testing.TB, string) (evidence.State, []checkpoint.Message)) {
 	b := setup(t)
 	live, _ := fold(t, history)
 	b.src.set(recordOf("u-42", "c-7", &live))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/assemble"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -78,11 +79,11 @@ func TestContext(t *testing.T) {
 	w := post(t, b.h, contextPath, userToken(t, "u-42"), contextBody(t, ""))
 	golden(t, "context", w.Body.Bytes())
 	r := decodeContext(t, w)
-	var first, second evidence.Message
-	if first, err = evidence.DecodeMessage(r.Messages[0]); err != nil || first.Role != evidence.RoleSystem {
+	var first, second checkpoint.Message
+	if first, err = checkpoint.DecodeMessage(r.Messages[0]); err != nil || first.Role != checkpoint.RoleSystem {
 		t.Fatalf("first message %s, want the system message", r.Messages[0])
 	}
-	if second, err = evidence.DecodeMessage(r.Messages[1]); err != nil || second.Role != evidence.RoleAssistant || second.Text != stored.Content {
+	if second, err = checkpoint.DecodeMessage(r.Messages[1]); err != nil || second.Role != checkpoint.RoleAssistant || second.Text != stored.Content {
 		t.Fatalf("second message is not the stored evidence message")
 	}
 	if !r.Evidence.Included || r.Evidence.Version != s.Version || r.Evidence.Cursor != s.Cursor || r.Evidence.Lagging {
@@ -280,7 +281,7 @@ func (c *complementing) SearchBefore(ctx context.Context, userID, conversationID
 	}
 	s := evidence.NewState()
 	s.Cursor = rec.Cursor
-	s.SetView(evidence.View{Shown: []evidence.Shown{{Bucket: evidence.Constraints, Entry: evidence.Entry{Role: evidence.RoleUser, Index: 0, Excerpt: "older only"}}}})
+	s.SetView(evidence.View{Shown: []evidence.Shown{{Bucket: evidence.Constraints, Entry: evidence.Entry{Role: checkpoint.RoleUser, Index: 0, Excerpt: "older only"}}}})
 	s.Buckets.Constraints = []evidence.Entry{s.Shown[0].Entry}
 	return recordOf(userID, conversationID, &s), nil
 }
@@ -311,18 +312,18 @@ func TestContextComplements(t *testing.T) {
 	if len(src.befores) != 1 || src.requests[0] != "what is the plan?" {
 		t.Fatalf("SearchBefore asked %v with %q; want once, for the request", src.befores, src.requests)
 	}
-	first, err := evidence.DecodeMessage(r.Messages[0])
+	first, err := checkpoint.DecodeMessage(r.Messages[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r.Evidence.Included || !strings.Contains(first.Text, "older only") {
 		t.Fatalf("the evidence is not the complementing view: %s", r.Messages[0])
 	}
-	kept, err := evidence.DecodeMessage(r.Messages[1])
+	kept, err := checkpoint.DecodeMessage(r.Messages[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldest := slices.IndexFunc(msgs, func(m evidence.Message) bool { return m.ID == kept.ID })
+	oldest := slices.IndexFunc(msgs, func(m checkpoint.Message) bool { return m.ID == kept.ID })
 	if r.DroppedTurns == 0 || src.befores[0] != oldest {
 		t.Errorf("asked before %d, the oldest kept message is %d (%d turns dropped)", src.befores[0], oldest, r.DroppedTurns)
 	}

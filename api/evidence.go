@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -19,7 +20,7 @@ func (h *Handler) conversation(r *http.Request) (userID, conversationID string, 
 		return "", "", err
 	}
 	conversationID = r.PathValue("conversation_id")
-	if err := evidence.ValidateKey("conversation_id", conversationID); err != nil {
+	if err := checkpoint.ValidateKey("conversation_id", conversationID); err != nil {
 		return "", "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
 	}
 	return userID, conversationID, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -23,7 +24,7 @@ func (fuzzSource) Evidence(_ context.Context, userID, conversationID string) (ev
 	s.Version, s.Cursor, s.MessageCount = 3, 4, 5
 	s.Buckets.Decisions = append(s.Buckets.Decisions, evidence.Entry{Role: "assistant", MessageID: "m3", Index: 3, Excerpt: "Agreed: we'll use Postgres."})
 	return evidence.Record{UserID: userID, ConversationID: conversationID, Version: 3, Cursor: 4, MessageCount: 5,
-		PrefixDigest: evidence.ChainStart(), Body: evidence.AppendBody(nil, &s, 0)}, nil
+		PrefixDigest: checkpoint.ChainStart(), Body: evidence.AppendBody(nil, &s, 0)}, nil
 }
 
 func (f fuzzSource) Search(ctx context.Context, userID, conversationID, _ string) (evidence.Record, error) {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Publisher publishes a checkpoint event to the stream the workers consume.
@@ -60,14 +60,14 @@ func (h *Handler) postCheckpoint(w http.ResponseWriter, r *http.Request) error {
 		}
 		return newError(http.StatusBadRequest, CodeInvalidBody, "cannot read the request body")
 	}
-	ev, err := evidence.ParseEvent(data, limits)
+	ev, err := checkpoint.ParseEvent(data, limits)
 	if err != nil {
-		var rej *evidence.RejectError
+		var rej *checkpoint.RejectError
 		if !errors.As(err, &rej) {
 			return err
 		}
 		status := http.StatusBadRequest
-		if rej.Reason == evidence.ReasonTooLarge {
+		if rej.Reason == checkpoint.ReasonTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
 		return newError(status, string(rej.Reason), rej.Detail)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/api"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // fakePublisher is an in-memory stream: it numbers events, reports a
@@ -59,7 +59,7 @@ func (p *fakePublisher) stored() int {
 	return len(p.events)
 }
 
-func setupIngest(t *testing.T, limits evidence.Limits) (*api.Handler, *fakePublisher) {
+func setupIngest(t *testing.T, limits checkpoint.Limits) (*api.Handler, *fakePublisher) {
 	t.Helper()
 	src := newFakeSource()
 	pub := newFakePublisher()
@@ -105,7 +105,7 @@ func TestIngest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, pub := setupIngest(t, evidence.Limits{MaxEventBytes: len(snapshotEvent("e1", "u-42")) + 100})
+			h, pub := setupIngest(t, checkpoint.Limits{MaxEventBytes: len(snapshotEvent("e1", "u-42")) + 100})
 			w := post(t, h, "/v1/checkpoints", tt.token, tt.body)
 			if w.Code != tt.wantStatus {
 				t.Fatalf("status %d, want %d; body %s", w.Code, tt.wantStatus, w.Body.String())
@@ -138,8 +138,8 @@ func TestIngest(t *testing.T) {
 // answered 400 malformed with a message that says so.
 func TestIngestTooDeep(t *testing.T) {
 	t.Parallel()
-	h, pub := setupIngest(t, evidence.Limits{})
-	n := evidence.MaxEventDepth
+	h, pub := setupIngest(t, checkpoint.Limits{})
+	n := checkpoint.MaxEventDepth
 	body := `{"schema":"recall.checkpoint.v1","event_id":"e1","user_id":"u-42","conversation_id":"c-7","messages":[{"role":"user","content":"hi","x":` +
 		strings.Repeat("[", n) + strings.Repeat("]", n) + `}]}`
 	w := post(t, h, "/v1/checkpoints", userToken(t, "u-42"), body)
@@ -157,7 +157,7 @@ func TestIngestTooDeep(t *testing.T) {
 
 func TestIngestDuplicate(t *testing.T) {
 	t.Parallel()
-	h, pub := setupIngest(t, evidence.Limits{})
+	h, pub := setupIngest(t, checkpoint.Limits{})
 	tok := userToken(t, "u-42")
 	for i, want := range []string{`{"stream_seq":1,"duplicate":false}`, `{"stream_seq":1,"duplicate":true}`} {
 		w := post(t, h, "/v1/checkpoints", tok, snapshotEvent("same-id", "u-42"))
@@ -176,7 +176,7 @@ func TestIngestDuplicate(t *testing.T) {
 // TestIngestAnswersAfterAck checks that the 202 waits for the stream's ack.
 func TestIngestAnswersAfterAck(t *testing.T) {
 	t.Parallel()
-	h, pub := setupIngest(t, evidence.Limits{})
+	h, pub := setupIngest(t, checkpoint.Limits{})
 	pub.hold = make(chan struct{})
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- post(t, h, "/v1/checkpoints", userToken(t, "u-42"), snapshotEvent("e1", "u-42")) }()
@@ -204,7 +204,7 @@ func TestIngestStreamErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, pub := setupIngest(t, evidence.Limits{})
+			h, pub := setupIngest(t, checkpoint.Limits{})
 			pub.err = tt.err
 			w := post(t, h, "/v1/checkpoints", userToken(t, "u-42"), snapshotEvent("e1", "u-42"))
 			if w.Code != http.StatusServiceUnavailable {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -148,7 +149,7 @@ type (
 	inspectedEntryBody struct {
 		Index     int               `json:"index"`
 		Span      evidence.Span     `json:"span"`
-		Role      evidence.Role     `json:"role"`
+		Role      checkpoint.Role   `json:"role"`
 		MessageID string            `json:"message_id"`
 		Excerpt   string            `json:"excerpt"`
 		Truncated bool              `json:"truncated"`

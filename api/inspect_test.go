@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -30,7 +31,7 @@ type fakeInspector struct {
 
 func (f *fakeInspector) Inspect(_ context.Context, userID, conversationID string, after *api.ArchivePosition, limit int) (api.Inspection, error) {
 	f.after, f.limit = after, limit
-	item := evidence.Item{Entry: evidence.Entry{Role: evidence.RoleUser, MessageID: "m0", Excerpt: inspectedText, Span: evidence.Span{0, 32}},
+	item := evidence.Item{Entry: evidence.Entry{Role: checkpoint.RoleUser, MessageID: "m0", Excerpt: inspectedText, Span: evidence.Span{0, 32}},
 		Bucket: evidence.Constraints, Tier: evidence.TierUserKey, Weight: 700}
 	newer := item
 	newer.Index, newer.MessageID, newer.Excerpt = 4, "m4", "Correction: we deploy on Thursdays instead."

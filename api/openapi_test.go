@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/recallhq/recall/api"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // openAPIPath is the API's description, checked here against real answers.
@@ -178,7 +178,7 @@ func TestOpenAPI(t *testing.T) {
 	fillUsers(t, users)
 	h, err := api.New(src, &api.Config{
 		JWTSecret: secret, Notifier: src, Publisher: pub, Users: users,
-		Limits:     evidence.Limits{MaxEventBytes: 4096},
+		Limits:     checkpoint.Limits{MaxEventBytes: 4096},
 		Rejections: &fakeRejections{rows: []api.Rejection{{ID: 1, Reason: "deleted", Detail: "the conversation was deleted", EventID: "e9", UserID: "u-42", ConversationID: "c-7", ReceivedAt: updatedAt}}},
 		Logger:     slog.New(slog.DiscardHandler),
 	})

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -102,7 +103,7 @@ func (h *Handler) user(r *http.Request) (string, error) {
 		return "", newError(http.StatusForbidden, CodeForbidden,
 			"the token may act only for the user named by its sub claim (or needs the "+ServiceScope+" scope)")
 	}
-	if err := evidence.ValidateKey("user_id", userID); err != nil {
+	if err := checkpoint.ValidateKey("user_id", userID); err != nil {
 		return "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
 	}
 	return userID, nil
@@ -130,7 +131,7 @@ func (h *Handler) listConversations(w http.ResponseWriter, r *http.Request) erro
 	}
 	after := q.Get("after")
 	if after != "" {
-		if err := evidence.ValidateKey("after", after); err != nil {
+		if err := checkpoint.ValidateKey("after", after); err != nil {
 			return newError(http.StatusBadRequest, CodeInvalidAfter, err.Error()+"; after is the next of the previous page, a conversation_id")
 		}
 	}
@@ -290,7 +291,7 @@ var emptyBuckets = json.RawMessage(`{"constraints":[],"decisions":[],"open_work"
 func conversationLine(rec *evidence.Record) (*exportConversationLine, error) {
 	prefix := rec.PrefixDigest
 	if rec.Cursor == 0 {
-		prefix = evidence.ChainStart()
+		prefix = checkpoint.ChainStart()
 	}
 	line := &exportConversationLine{Type: "conversation", ConversationID: rec.ConversationID, Version: rec.Version,
 		Cursor: rec.Cursor, MessageCount: rec.MessageCount, PrefixDigest: prefix.String(), Buckets: emptyBuckets}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -131,7 +132,7 @@ func fillUsers(t *testing.T, f *fakeUsers) {
 	seed, _ := fold(t, sentinelHistory)
 	f.addRecord(recordOf("u-42", "c-1", &focus))
 	f.addRecord(recordOf("u-42", "c-2", &seed))
-	f.addRecord(evidence.Record{UserID: "u-42", ConversationID: "c-3", MessageCount: 3, PrefixDigest: evidence.ChainStart(), UpdatedAt: updatedAt})
+	f.addRecord(evidence.Record{UserID: "u-42", ConversationID: "c-3", MessageCount: 3, PrefixDigest: checkpoint.ChainStart(), UpdatedAt: updatedAt})
 	for b := evidence.Constraints; b <= evidence.RecentContext; b++ {
 		for _, e := range *focus.Buckets.Get(b) {
 			f.entries["u-42"] = append(f.entries["u-42"], api.ExportEntry{ConversationID: "c-1", Bucket: b, Entry: e})
@@ -145,7 +146,7 @@ func fillUsers(t *testing.T, f *fakeUsers) {
  {"id":"m1","role":"assistant","content":"Noted."},{"id":"m2","role":"user","content":"Thanks."}]`)
 	f.addRecord(recordOf("u-43", "c-1", &other))
 	f.entries["u-43"] = []api.ExportEntry{{ConversationID: "c-1", Bucket: evidence.Constraints,
-		Entry: evidence.Entry{Role: evidence.RoleUser, MessageID: "m0", Excerpt: "We must keep the " + userText + " secret.", Span: evidence.Span{0, 40}}}}
+		Entry: evidence.Entry{Role: checkpoint.RoleUser, MessageID: "m0", Excerpt: "We must keep the " + userText + " secret.", Span: evidence.Span{0, 40}}}}
 	f.rejections["u-43"] = []api.Rejection{{ID: 2, Reason: "invalid", EventID: "e-u43", UserID: "u-43", ConversationID: "c-1", ReceivedAt: updatedAt}}
 }
 
@@ -378,7 +379,7 @@ func TestUserExport(t *testing.T) {
 		t.Errorf("c-1: %+v, want the state's version %d, cursor %d, prefix %s", first, focus.Version, focus.Cursor, focus.PrefixDigest)
 	}
 	// A conversation with held messages and no evidence yet.
-	if l := lines[2]; l["version"] != 0.0 || l["message_count"] != 3.0 || l["prefix_digest"] != evidence.ChainStart().String() || l["omitted_entries"] != 0.0 {
+	if l := lines[2]; l["version"] != 0.0 || l["message_count"] != 3.0 || l["prefix_digest"] != checkpoint.ChainStart().String() || l["omitted_entries"] != 0.0 {
 		t.Errorf("c-3 line %v: want version 0, 3 messages, the chain start and empty buckets", l)
 	}
 
@@ -497,7 +498,7 @@ func TestUserExportStreams(t *testing.T) {
 	big := make([]api.ExportEntry, n)
 	for i := range big {
 		big[i] = api.ExportEntry{ConversationID: "c-1", Bucket: evidence.RecentContext,
-			Entry: evidence.Entry{Role: evidence.RoleUser, MessageID: "m", Index: i, Excerpt: excerpt, Span: evidence.Span{0, 200}}}
+			Entry: evidence.Entry{Role: checkpoint.RoleUser, MessageID: "m", Index: i, Excerpt: excerpt, Span: evidence.Span{0, 200}}}
 	}
 	b.users.entries["u-big"] = big
 	w := &countingWriter{header: http.Header{}}
@@ -549,7 +550,7 @@ func TestUserExportFailure(t *testing.T) {
 		var many []api.ExportEntry
 		for i := range 1000 {
 			many = append(many, api.ExportEntry{ConversationID: "c-1", Bucket: evidence.Decisions,
-				Entry: evidence.Entry{Role: evidence.RoleUser, MessageID: "m", Index: i, Excerpt: "We agreed on the " + userText + " plan.", Span: evidence.Span{0, 30}}})
+				Entry: evidence.Entry{Role: checkpoint.RoleUser, MessageID: "m", Index: i, Excerpt: "We agreed on the " + userText + " plan.", Span: evidence.Span{0, 30}}})
 		}
 		b.users.entries["u-43"] = many
 		b.users.failIn, b.users.failAt, b.users.err = "entries", 900, errors.New("read timeout")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -29,7 +30,7 @@ func Build(req *Request) (*Result, error) {
 	msgs := req.Messages
 	cur := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == evidence.RoleUser && msgs[i].IsConversation() {
+		if msgs[i].Role == checkpoint.RoleUser && msgs[i].IsConversation() {
 			cur = i
 			break
 		}
@@ -47,7 +48,7 @@ func Build(req *Request) (*Result, error) {
 	if system != "" {
 		res.Tokens.System = evidence.EstimateTokens(len(system))
 		res.Messages = append(res.Messages, Message{
-			Role: evidence.RoleSystem, Content: evidence.AppendJSONString(nil, system), Tokens: res.Tokens.System,
+			Role: checkpoint.RoleSystem, Content: checkpoint.AppendJSONString(nil, system), Tokens: res.Tokens.System,
 		})
 	}
 	for i, raw := range req.Tools {
@@ -138,7 +139,7 @@ history:
 		res.Evidence.Included = true
 		res.Tokens.Evidence = evTokens
 		res.Messages = append(res.Messages, Message{
-			Role: evidence.RoleAssistant, Content: evidence.AppendJSONString(nil, evMsg.Content), Tokens: evTokens,
+			Role: checkpoint.RoleAssistant, Content: checkpoint.AppendJSONString(nil, evMsg.Content), Tokens: evTokens,
 		})
 	}
 	for j := len(kept) - 1; j >= 0; j-- {
@@ -152,10 +153,10 @@ history:
 
 // leadingSystemText joins the text of the system messages at the head of
 // msgs: the system prompt of a caller that keeps it in the checkpoint.
-func leadingSystemText(msgs []evidence.Message) string {
+func leadingSystemText(msgs []checkpoint.Message) string {
 	var parts []string
 	for i := range msgs {
-		if msgs[i].Role != evidence.RoleSystem {
+		if msgs[i].Role != checkpoint.RoleSystem {
 			break
 		}
 		if msgs[i].IsConversation() && msgs[i].Text != "" {
@@ -168,10 +169,10 @@ func leadingSystemText(msgs []evidence.Message) string {
 // turnStarts returns the indexes at which the turns of history begin: each
 // user message on the conversation channel, and 0 for what precedes the
 // first one.
-func turnStarts(msgs []evidence.Message) []int {
+func turnStarts(msgs []checkpoint.Message) []int {
 	var starts []int
 	for i := range msgs {
-		if i == 0 || (msgs[i].Role == evidence.RoleUser && msgs[i].IsConversation()) {
+		if i == 0 || (msgs[i].Role == checkpoint.RoleUser && msgs[i].IsConversation()) {
 			starts = append(starts, i)
 		}
 	}
@@ -179,9 +180,9 @@ func turnStarts(msgs []evidence.Message) []int {
 }
 
 // hasConversation reports whether seg holds a message a turn could keep.
-func hasConversation(seg []evidence.Message) bool {
+func hasConversation(seg []checkpoint.Message) bool {
 	for i := range seg {
-		if seg[i].IsConversation() && seg[i].Role != evidence.RoleSystem {
+		if seg[i].IsConversation() && seg[i].Role != checkpoint.RoleSystem {
 			return true
 		}
 	}
@@ -227,25 +228,25 @@ type callKey struct {
 // a kept call keeps its result and a kept result its call. Older turns
 // (current false) have their non-text parts replaced by placeholders and
 // long prose of assistant messages that call tools shortened.
-func (b *builder) turn(seg []evidence.Message, current bool, room int) (turn, error) {
+func (b *builder) turn(seg []checkpoint.Message, current bool, room int) (turn, error) {
 	var t turn
 	var pending []pendingResult
 	var answered map[callKey]bool
 	var resultOwner map[int]int
 	for i := range seg {
-		if seg[i].Role == evidence.RoleTool {
+		if seg[i].Role == checkpoint.RoleTool {
 			answered, resultOwner = matchCalls(seg)
 			break
 		}
 	}
 	for i := range seg {
 		m := &seg[i]
-		if !m.IsConversation() || m.Role == evidence.RoleSystem {
+		if !m.IsConversation() || m.Role == checkpoint.RoleSystem {
 			continue
 		}
 		out := Message{Role: m.Role, ID: m.ID}
 		switch m.Role {
-		case evidence.RoleTool:
+		case checkpoint.RoleTool:
 			if _, ok := resultOwner[i]; !ok {
 				continue // an orphan, or a second answer to one call
 			}
@@ -263,7 +264,7 @@ func (b *builder) turn(seg []evidence.Message, current bool, room int) (turn, er
 				pending = append(pending, pendingResult{pos: len(t.msgs), index: i, tokens: out.Tokens})
 				out.Tokens = 0
 			}
-		case evidence.RoleAssistant:
+		case checkpoint.RoleAssistant:
 			seen := map[string]bool{}
 			for _, c := range m.ToolCalls {
 				if answered[callKey{i, c.ID}] && !seen[c.ID] {
@@ -305,7 +306,7 @@ func (b *builder) turn(seg []evidence.Message, current bool, room int) (turn, er
 			return t, ErrCannotCompact
 		}
 		out := &t.msgs[p.pos]
-		out.Content = evidence.AppendJSONString(nil, c)
+		out.Content = checkpoint.AppendJSONString(nil, c)
 		out.Tokens = evidence.EstimateTokens(len(c))
 		t.tokens += out.Tokens
 		t.compacted++
@@ -331,7 +332,7 @@ type pendingResult struct {
 
 // matchCalls pairs each tool call of seg with the first result after it
 // that names its id.
-func matchCalls(seg []evidence.Message) (answered map[callKey]bool, resultOwner map[int]int) {
+func matchCalls(seg []checkpoint.Message) (answered map[callKey]bool, resultOwner map[int]int) {
 	answered, resultOwner = map[callKey]bool{}, map[int]int{}
 	pending := map[string]int{}
 	for i := range seg {
@@ -340,7 +341,7 @@ func matchCalls(seg []evidence.Message) (answered map[callKey]bool, resultOwner 
 			continue
 		}
 		switch m.Role {
-		case evidence.RoleAssistant:
+		case checkpoint.RoleAssistant:
 			for _, c := range m.ToolCalls {
 				if c.ID == "" {
 					continue
@@ -349,7 +350,7 @@ func matchCalls(seg []evidence.Message) (answered map[callKey]bool, resultOwner 
 					pending[c.ID] = i
 				}
 			}
-		case evidence.RoleTool:
+		case checkpoint.RoleTool:
 			owner, ok := pending[m.ToolCallID]
 			if !ok {
 				continue
@@ -401,7 +402,7 @@ func parts(content json.RawMessage) []part {
 	return ps
 }
 
-func hasNonText(m *evidence.Message) bool {
+func hasNonText(m *checkpoint.Message) bool {
 	if m.StringContent || len(m.Content) <= 2 {
 		return false
 	}
@@ -417,14 +418,14 @@ func hasNonText(m *evidence.Message) bool {
 // and its count of non-text parts. The current turn keeps content as given;
 // older turns get placeholders for non-text parts and, for assistant
 // messages that call tools (shorten), a marked excerpt of long prose.
-func (b *builder) content(out *Message, m *evidence.Message, current, shorten bool) (string, int) {
+func (b *builder) content(out *Message, m *checkpoint.Message, current, shorten bool) (string, int) {
 	if !current && shorten && len(m.Text) > proseLimit {
 		text := excerptMarked(m.Text, proseExcerpt)
-		out.Content = evidence.AppendJSONString(nil, text)
+		out.Content = checkpoint.AppendJSONString(nil, text)
 		return text, 0
 	}
 	if m.StringContent || len(m.Content) == 0 || string(m.Content) == "[]" {
-		out.Content = evidence.AppendJSONString(nil, m.Text)
+		out.Content = checkpoint.AppendJSONString(nil, m.Text)
 		return m.Text, 0
 	}
 	ps := parts(m.Content)
@@ -454,7 +455,7 @@ func (b *builder) content(out *Message, m *evidence.Message, current, shorten bo
 			ph = imagePlaceholder
 		}
 		c = append(c, `{"type":"text","text":`...)
-		c = evidence.AppendJSONString(c, ph)
+		c = checkpoint.AppendJSONString(c, ph)
 		c = append(c, '}')
 		texts = append(texts, ph)
 	}

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/recallhq/recall/assemble"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/testutil/contexttest"
 )
 
 func BenchmarkBuild(b *testing.B) {
 	raw := contexttest.Checkpoint()
-	msgs, err := evidence.DecodeMessages(raw)
+	msgs, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -21,7 +22,7 @@ func BenchmarkBuild(b *testing.B) {
 		System:   "You are a careful bookkeeping assistant.",
 		Tools:    []json.RawMessage{json.RawMessage(`{"name":"transactions","parameters":{"type":"object","properties":{"month":{"type":"string"}}}}`)},
 		Budget:   assemble.DefaultBudget(),
-		Evidence: &assemble.Evidence{Message: &evidence.EvidenceMessage{Role: evidence.RoleAssistant, Content: strings.Repeat("x", 3000)}},
+		Evidence: &assemble.Evidence{Message: &evidence.EvidenceMessage{Role: checkpoint.RoleAssistant, Content: strings.Repeat("x", 3000)}},
 	}
 	res, err := assemble.Build(req)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/recallhq/recall/assemble"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -24,7 +25,7 @@ const history = `[
 ]`
 
 func evidenceOf(content string) *assemble.Evidence {
-	return &assemble.Evidence{Version: 4, Cursor: 4, Message: &evidence.EvidenceMessage{Role: evidence.RoleAssistant, Content: content}}
+	return &assemble.Evidence{Version: 4, Cursor: 4, Message: &evidence.EvidenceMessage{Role: checkpoint.RoleAssistant, Content: content}}
 }
 
 func TestBuildRules(t *testing.T) {
@@ -38,7 +39,7 @@ func TestBuildRules(t *testing.T) {
 		prompt       int
 		evidence     *assemble.Evidence
 		wantIDs      []string // "" for the system and evidence messages
-		wantRoles    []evidence.Role
+		wantRoles    []checkpoint.Role
 		wantDropped  int
 		wantEvidence bool
 	}{
@@ -50,7 +51,7 @@ func TestBuildRules(t *testing.T) {
 			name: "evidence after the system message, as an assistant", messages: history, system: "Be brief.", prompt: 16000,
 			evidence: evidenceOf(ev), wantEvidence: true,
 			wantIDs:   []string{"", "", "u0", "a0", "u1", "a1", "u2"},
-			wantRoles: []evidence.Role{"system", "assistant", "user", "assistant", "user", "assistant", "user"},
+			wantRoles: []checkpoint.Role{"system", "assistant", "user", "assistant", "user", "assistant", "user"},
 		},
 		{
 			// 9 (system) + 10 (current) + 104 (evidence) = 123; the turns are 23 and 22.
@@ -121,7 +122,7 @@ func TestBuildRules(t *testing.T) {
 				{"id":"a0","role":"assistant","content":"Hello."},
 				{"id":"u1","role":"user","content":"Bye."}]`, prompt: 16000,
 			wantIDs:   []string{"", "u0", "a0", "u1"},
-			wantRoles: []evidence.Role{"system", "user", "assistant", "user"},
+			wantRoles: []checkpoint.Role{"system", "user", "assistant", "user"},
 		},
 		{
 			name: "the three forms, mixed", messages: `[
@@ -147,7 +148,7 @@ func TestBuildRules(t *testing.T) {
 				t.Errorf("ids (-want +got):\n%s", diff)
 			}
 			if tt.wantRoles != nil {
-				var roles []evidence.Role
+				var roles []checkpoint.Role
 				for _, m := range res.Messages {
 					roles = append(roles, m.Role)
 				}
@@ -408,7 +409,7 @@ func TestComplement(t *testing.T) {
 		Complement: func(request string, before, maxTokens int) (*evidence.EvidenceMessage, error) {
 			calls++
 			gotRequest, gotBefore, gotMax = request, before, maxTokens
-			return &evidence.EvidenceMessage{Role: evidence.RoleAssistant, Content: "older only"}, nil
+			return &evidence.EvidenceMessage{Role: checkpoint.RoleAssistant, Content: "older only"}, nil
 		}}
 	res, err := assemble.Build(req)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Compaction of tool results over the per-result limit. The output is
@@ -60,7 +60,7 @@ func refKey(k string) bool {
 
 // compactToolResult compacts m's result within maxBytes of text, or
 // reports that its structure and references alone do not fit.
-func compactToolResult(m *evidence.Message, maxBytes int) (string, bool) {
+func compactToolResult(m *checkpoint.Message, maxBytes int) (string, bool) {
 	for _, src := range [][]byte{m.Artifact, bytes.TrimSpace(bytesOf(m.Text))} {
 		if !isContainer(src) {
 			continue

@@ -3,7 +3,7 @@ package assemble
 import (
 	"strconv"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // render writes the result for the current plan; ok is false when it
@@ -57,7 +57,7 @@ func (c *compactor) renderValue(b []byte, n *node) []byte {
 		if n.textField && c.l >= 0 && len(n.raw)-2 > c.l {
 			if s := n.text(); len(s) > c.l {
 				c.excerpted++
-				return evidence.AppendJSONString(b, excerptMarked(s, c.l))
+				return checkpoint.AppendJSONString(b, excerptMarked(s, c.l))
 			}
 		}
 		return append(b, n.raw...)
@@ -90,10 +90,10 @@ const (
 	textNotice = "Compacted to fit the context: only the beginning and the end are shown; consult the original output for the rest."
 )
 
-var rowsNoticeJSON = evidence.AppendJSONString(nil, rowsNotice)
+var rowsNoticeJSON = checkpoint.AppendJSONString(nil, rowsNotice)
 
 func (c *compactor) appendInfo(b []byte) []byte {
-	b = evidence.AppendJSONString(b, c.infoKey)
+	b = checkpoint.AppendJSONString(b, c.infoKey)
 	b = append(b, `:{"notice":`...)
 	b = append(b, rowsNoticeJSON...)
 	b = append(b, `,"collections":[`...)
@@ -104,7 +104,7 @@ func (c *compactor) appendInfo(b []byte) []byte {
 		n := len(col.list.vals())
 		k := min(c.k, n)
 		b = append(b, `{"path":`...)
-		b = evidence.AppendJSONString(b, col.path)
+		b = checkpoint.AppendJSONString(b, col.path)
 		b = append(b, `,"returned":`...)
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, `,"retained":`...)

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // compactText keeps the beginning and the end of non-JSON output, marked,
@@ -20,15 +20,15 @@ func compactText(s string, maxBytes int) (string, bool) {
 		omitted := total - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
 		b := make([]byte, 0, maxBytes)
 		b = append(b, `{"type":"tool_output_excerpt","notice":`...)
-		b = evidence.AppendJSONString(b, textNotice)
+		b = checkpoint.AppendJSONString(b, textNotice)
 		b = append(b, `,"characters":`...)
 		b = strconv.AppendInt(b, int64(total), 10)
 		b = append(b, `,"omitted_characters":`...)
 		b = strconv.AppendInt(b, int64(omitted), 10)
 		b = append(b, `,"beginning":`...)
-		b = evidence.AppendJSONString(b, head)
+		b = checkpoint.AppendJSONString(b, head)
 		b = append(b, `,"end":`...)
-		b = evidence.AppendJSONString(b, tail)
+		b = checkpoint.AppendJSONString(b, tail)
 		b = append(b, '}')
 		if len(b) <= maxBytes {
 			return string(b), true

@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	"github.com/recallhq/recall/assemble"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 func ExampleBuild() {
-	msgs, err := evidence.DecodeMessages([]byte(`[
+	msgs, err := checkpoint.DecodeMessages([]byte(`[
 		{"id":"m0","role":"user","content":"We must ship by Friday."},
 		{"id":"m1","role":"assistant","content":"Noted: Friday."},
 		{"id":"m2","role":"user","content":"Draft the schema."}
@@ -39,7 +39,7 @@ func ExampleBuild() {
 
 // A budget too small for the oldest turn drops it whole.
 func ExampleBuild_droppedTurn() {
-	msgs, _ := evidence.DecodeMessages([]byte(`[
+	msgs, _ := checkpoint.DecodeMessages([]byte(`[
 		{"id":"m0","role":"user","content":"Tell me about the 2019 migration, in detail, with every step we took."},
 		{"id":"m1","role":"assistant","content":"It took three weekends."},
 		{"id":"m2","role":"user","content":"And the rollback?"}
@@ -59,7 +59,7 @@ func ExampleBuild_droppedTurn() {
 
 // A mandatory part over the limit is an error, never a cut request.
 func ExampleBuild_budgetTooSmall() {
-	msgs, _ := evidence.DecodeMessages([]byte(`[{"role":"user","content":"Summarise the quarterly report for the board."}]`))
+	msgs, _ := checkpoint.DecodeMessages([]byte(`[{"role":"user","content":"Summarise the quarterly report for the board."}]`))
 	budget := assemble.DefaultBudget()
 	budget.Prompt = 10
 	_, err := assemble.Build(&assemble.Request{Messages: msgs, Budget: budget})

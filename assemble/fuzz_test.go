@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/recallhq/recall/assemble"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // FuzzBuild decodes arbitrary bodies and builds what decodes: no panic, and
@@ -43,7 +43,7 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("response is not valid JSON: %s", out)
 		}
 		for i := range res.Messages {
-			if _, err := evidence.DecodeMessage(res.Messages[i].AppendJSON(nil)); err != nil {
+			if _, err := checkpoint.DecodeMessage(res.Messages[i].AppendJSON(nil)); err != nil {
 				t.Fatalf("message %d does not decode: %v", i, err)
 			}
 		}
@@ -68,7 +68,7 @@ func FuzzCompact(f *testing.F) {
 		}
 		raw := `[{"id":"u","role":"user","content":"x"},{"id":"a","role":"assistant","content":"","tool_calls":[{"id":"c","name":"f","args":{}}]},` +
 			`{"id":"t","role":"tool","tool_call_id":"c","content":` + string(c) + `,"artifact":` + art + `}]`
-		msgs, err := evidence.DecodeMessages([]byte(raw))
+		msgs, err := checkpoint.DecodeMessages([]byte(raw))
 		if err != nil {
 			return
 		}

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/recallhq/recall/assemble"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
 // decode decodes a JSON list of messages in any form.
-func decode(t testing.TB, raw string) []evidence.Message {
+func decode(t testing.TB, raw string) []checkpoint.Message {
 	t.Helper()
-	msgs, err := evidence.DecodeMessages([]byte(raw))
+	msgs, err := checkpoint.DecodeMessages([]byte(raw))
 	if err != nil {
 		t.Fatalf("DecodeMessages: %v", err)
 	}
@@ -54,7 +55,7 @@ func contentText(t testing.TB, m *assemble.Message) string {
 	if json.Unmarshal(m.Content, &s) == nil {
 		return s
 	}
-	dm, err := evidence.DecodeMessage(m.AppendJSON(nil))
+	dm, err := checkpoint.DecodeMessage(m.AppendJSON(nil))
 	if err != nil {
 		t.Fatalf("output message does not decode: %v", err)
 	}
@@ -87,7 +88,7 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 	for i := range res.Messages {
 		m := &res.Messages[i]
 		raw := m.AppendJSON(nil)
-		dm, err := evidence.DecodeMessage(raw)
+		dm, err := checkpoint.DecodeMessage(raw)
 		if err != nil {
 			t.Fatalf("message %d does not decode: %v", i, err)
 		}
@@ -115,10 +116,10 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 		if m.Tokens != want {
 			t.Errorf("message %d (%s): Tokens = %d, recomputed %d", i, m.Role, m.Tokens, want)
 		}
-		if m.Role == evidence.RoleTool && m.Tokens > bud.ToolResultTokens {
+		if m.Role == checkpoint.RoleTool && m.Tokens > bud.ToolResultTokens {
 			t.Errorf("tool result %d: %d tokens over the per-result limit %d", i, m.Tokens, bud.ToolResultTokens)
 		}
-		if m.Role == evidence.RoleSystem && i != 0 {
+		if m.Role == checkpoint.RoleSystem && i != 0 {
 			t.Errorf("message %d has the system role", i)
 		}
 		sum += m.Tokens
@@ -140,7 +141,7 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 	// Leading messages: system, then evidence.
 	pos := 0
 	if tk.System > 0 {
-		if res.Messages[0].Role != evidence.RoleSystem {
+		if res.Messages[0].Role != checkpoint.RoleSystem {
 			t.Fatalf("first message is %s, want system", res.Messages[0].Role)
 		}
 		pos++
@@ -149,7 +150,7 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 		ev := res.Messages[pos]
 		var s string
 		// With Complement the message is the one it chose.
-		if ev.Role != evidence.RoleAssistant || json.Unmarshal(ev.Content, &s) != nil || (req.Complement == nil && s != req.Evidence.Message.Content) {
+		if ev.Role != checkpoint.RoleAssistant || json.Unmarshal(ev.Content, &s) != nil || (req.Complement == nil && s != req.Evidence.Message.Content) {
 			t.Fatalf("message %d is not the evidence message", pos)
 		}
 		pos++
@@ -158,13 +159,13 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 	}
 
 	// Index the input by id (the generators give unique ids).
-	in := map[string]*evidence.Message{}
+	in := map[string]*checkpoint.Message{}
 	inPos := map[string]int{}
 	cur := -1
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		in[m.ID], inPos[m.ID] = m, i
-		if m.Role == evidence.RoleUser && m.IsConversation() {
+		if m.Role == checkpoint.RoleUser && m.IsConversation() {
 			cur = i
 		}
 	}
@@ -183,7 +184,7 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 			t.Errorf("output message %d (id %q) is out of order", i, m.ID)
 		}
 		last = inPos[m.ID]
-		if !src.IsConversation() || src.Role == evidence.RoleSystem {
+		if !src.IsConversation() || src.Role == checkpoint.RoleSystem {
 			t.Errorf("kept %s message %q of type %q", src.Role, m.ID, src.Type)
 		}
 		if m.Role != src.Role {
@@ -207,7 +208,7 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 			}
 			pendingCalls[c.ID] = true
 		}
-		if m.Role == evidence.RoleTool {
+		if m.Role == checkpoint.RoleTool {
 			if !pendingCalls[m.ToolCallID] || seenResult[m.ToolCallID] {
 				t.Errorf("result %q answers no kept call (or a call answered before)", m.ID)
 			}
@@ -253,7 +254,7 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 		if anyKept {
 			for j := turnStart; j < end; j++ {
 				m := &req.Messages[j]
-				if m.IsConversation() && m.Role == evidence.RoleAssistant && len(m.ToolCalls) == 0 && !m.HasToolCalls && strings.TrimSpace(m.Text) != "" && !keptIDs[m.ID] {
+				if m.IsConversation() && m.Role == checkpoint.RoleAssistant && len(m.ToolCalls) == 0 && !m.HasToolCalls && strings.TrimSpace(m.Text) != "" && !keptIDs[m.ID] {
 					t.Errorf("turn at %d kept without its answer %q", turnStart, m.ID)
 				}
 			}
@@ -261,7 +262,7 @@ func checkResult(t testing.TB, req *assemble.Request, res *assemble.Result) {
 	}
 	for i := 0; i < cur; i++ {
 		m := &req.Messages[i]
-		if m.Role == evidence.RoleUser && m.IsConversation() {
+		if m.Role == checkpoint.RoleUser && m.IsConversation() {
 			check(i)
 			turnStart = i
 		}

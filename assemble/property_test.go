@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/recallhq/recall/assemble"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -156,7 +157,7 @@ func TestBuildProperties(t *testing.T) {
 			req.Tools = []json.RawMessage{json.RawMessage(`{"name": "search", "parameters": {"type": "object"}}`)}
 		}
 		if r.IntN(2) == 0 {
-			req.Evidence = &assemble.Evidence{Version: 3, Cursor: 2, Message: &evidence.EvidenceMessage{Role: evidence.RoleAssistant, Content: g.words(r.IntN(400))}}
+			req.Evidence = &assemble.Evidence{Version: 3, Cursor: 2, Message: &evidence.EvidenceMessage{Role: checkpoint.RoleAssistant, Content: g.words(r.IntN(400))}}
 		}
 		res, err := assemble.Build(req)
 		switch code := errCode(err); code {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -30,7 +31,7 @@ const MaxBudgetTokens = 100_000_000
 const MinToolResultTokens = 64
 
 // MaxRequestBytes bounds a request body, as it bounds a checkpoint event.
-const MaxRequestBytes = evidence.DefaultMaxEventBytes
+const MaxRequestBytes = checkpoint.DefaultMaxEventBytes
 
 // Budget bounds one model call, in estimated tokens. Start from
 // DefaultBudget and change what differs: Build uses every field as given.
@@ -122,9 +123,9 @@ type Evidence struct {
 // Request is what Build assembles.
 type Request struct {
 	// Messages is the checkpoint, oldest first; its newest user message is
-	// the current request. Decode it with evidence.DecodeMessages (any of
+	// the current request. Decode it with checkpoint.DecodeMessages (any of
 	// the three forms, mixed).
-	Messages []evidence.Message
+	Messages []checkpoint.Message
 	// System is the system text; "" for none. When it is empty, system
 	// messages at the head of Messages serve as the system text.
 	System string
@@ -236,7 +237,7 @@ func DecodeBody(data []byte) (*Body, error) {
 	}
 	if !isNull(w.MinCursor) {
 		n, err := strconv.ParseInt(string(bytes.TrimSpace(w.MinCursor)), 10, 64)
-		if err != nil || n < 0 || n > evidence.DefaultMaxMessages*1000 {
+		if err != nil || n < 0 || n > checkpoint.DefaultMaxMessages*1000 {
 			return nil, invalid(CodeInvalidRequest, "min_cursor", "must be a non-negative integer")
 		}
 		body.MinCursor = int(n)
@@ -260,15 +261,15 @@ func DecodeBody(data []byte) (*Body, error) {
 }
 
 // decodeMessages decodes a parsed list of messages, each from its bytes.
-func decodeMessages(list *node) ([]evidence.Message, error) {
+func decodeMessages(list *node) ([]checkpoint.Message, error) {
 	if list.kind != '[' {
-		return nil, &evidence.DecodeError{Index: -1, Problem: "messages must be a JSON list"}
+		return nil, &checkpoint.DecodeError{Index: -1, Problem: "messages must be a JSON list"}
 	}
-	msgs := make([]evidence.Message, len(list.vals()))
+	msgs := make([]checkpoint.Message, len(list.vals()))
 	for i, v := range list.vals() {
-		m, err := evidence.DecodeMessage(v.raw)
+		m, err := checkpoint.DecodeMessage(v.raw)
 		if err != nil {
-			if de, ok := errors.AsType[*evidence.DecodeError](err); ok {
+			if de, ok := errors.AsType[*checkpoint.DecodeError](err); ok {
 				cp := *de
 				cp.Index = i
 				return nil, &cp
@@ -365,10 +366,10 @@ func (body *Body) decodeEvidence(raw json.RawMessage) error {
 		if err := json.Unmarshal(msgRaw, &m); err != nil || m.Role == nil || m.Content == nil {
 			return invalid(CodeInvalidRequest, "evidence.message", `must be {"role":"assistant","content":"…"}`)
 		}
-		if *m.Role != string(evidence.RoleAssistant) {
+		if *m.Role != string(checkpoint.RoleAssistant) {
 			return invalid(CodeInvalidRequest, "evidence.message.role", "must be assistant: historical text never takes the system or user role")
 		}
-		ev.Message = &evidence.EvidenceMessage{Role: evidence.RoleAssistant, Content: *m.Content}
+		ev.Message = &evidence.EvidenceMessage{Role: checkpoint.RoleAssistant, Content: *m.Content}
 	}
 	body.Request.Evidence = ev
 	return nil

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Message is one message of the assembled view, in the flat form.
 type Message struct {
 	// Role is user, assistant, system or tool.
-	Role evidence.Role
+	Role checkpoint.Role
 	// ID is the message id; "" for the system and evidence messages and
 	// for input messages without one.
 	ID string
@@ -18,7 +18,7 @@ type Message struct {
 	Content json.RawMessage
 	// ToolCalls are the calls of an assistant message, each with its
 	// arguments as given.
-	ToolCalls []evidence.ToolCall
+	ToolCalls []checkpoint.ToolCall
 	// ToolCallID is the call a tool message answers.
 	ToolCallID string
 	// Tokens is the message's estimate.
@@ -31,10 +31,10 @@ type Message struct {
 // given, byte for byte.
 func (m *Message) AppendJSON(b []byte) []byte {
 	b = append(b, `{"role":`...)
-	b = evidence.AppendJSONString(b, string(m.Role))
+	b = checkpoint.AppendJSONString(b, string(m.Role))
 	if m.ID != "" {
 		b = append(b, `,"id":`...)
-		b = evidence.AppendJSONString(b, m.ID)
+		b = checkpoint.AppendJSONString(b, m.ID)
 	}
 	b = append(b, `,"content":`...)
 	b = append(b, m.Content...)
@@ -42,9 +42,9 @@ func (m *Message) AppendJSON(b []byte) []byte {
 		b = append(b, `,"tool_calls":`...)
 		b = appendToolCalls(b, m.ToolCalls)
 	}
-	if m.ToolCallID != "" || m.Role == evidence.RoleTool {
+	if m.ToolCallID != "" || m.Role == checkpoint.RoleTool {
 		b = append(b, `,"tool_call_id":`...)
-		b = evidence.AppendJSONString(b, m.ToolCallID)
+		b = checkpoint.AppendJSONString(b, m.ToolCallID)
 	}
 	return append(b, '}')
 }
@@ -53,16 +53,16 @@ func (m *Message) AppendJSON(b []byte) []byte {
 // returns; AppendJSON keeps tool arguments byte for byte.
 func (m Message) MarshalJSON() ([]byte, error) { return m.AppendJSON(nil), nil }
 
-func appendToolCalls(b []byte, calls []evidence.ToolCall) []byte {
+func appendToolCalls(b []byte, calls []checkpoint.ToolCall) []byte {
 	b = append(b, '[')
 	for i, c := range calls {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = evidence.AppendJSONString(b, c.ID)
+		b = checkpoint.AppendJSONString(b, c.ID)
 		b = append(b, `,"name":`...)
-		b = evidence.AppendJSONString(b, c.Name)
+		b = checkpoint.AppendJSONString(b, c.Name)
 		b = append(b, `,"args":`...)
 		if len(c.Args) == 0 {
 			b = append(b, "{}"...)

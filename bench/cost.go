@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // CostPath says how scenario 3 delivers events: straight to the worker's
@@ -101,7 +101,7 @@ type costConv struct {
 	n      int
 	full   bool
 	hist   []json.RawMessage
-	chains []evidence.Digest
+	chains []checkpoint.Digest
 
 	length int
 	times  []time.Duration
@@ -144,7 +144,7 @@ func (c *costConv) turn(ctx context.Context, timed bool) error {
 // extraction's, and the event's size.
 func (c *costConv) send(ctx context.Context, offset, end int) (time.Duration, int, error) {
 	userID, conversationID := c.key()
-	var prefix *evidence.Digest
+	var prefix *checkpoint.Digest
 	if offset > 0 {
 		prefix = &c.chains[offset]
 	}

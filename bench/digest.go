@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // digestKind is a kind of content whose message digests scenario 3 times
@@ -50,10 +50,10 @@ func digestKinds() []digestKind {
 func digestRatio(rounds int) (map[string]float64, error) {
 	out := make(map[string]float64)
 	for _, k := range digestKinds() {
-		msgs := make([]evidence.Message, len(k.msgs))
+		msgs := make([]checkpoint.Message, len(k.msgs))
 		canon := make([][]byte, len(k.msgs))
 		for i, raw := range k.msgs {
-			m, err := evidence.DecodeMessage(raw)
+			m, err := checkpoint.DecodeMessage(raw)
 			if err != nil {
 				return nil, fmt.Errorf("digest %s: %w", k.name, err)
 			}
@@ -65,11 +65,11 @@ func digestRatio(rounds int) (map[string]float64, error) {
 		ratios := make([]float64, 0, rounds)
 		for range rounds {
 			t0 := time.Now()
-			if _, err := evidence.Chain(evidence.ChainStart(), msgs); err != nil {
+			if _, err := checkpoint.Chain(checkpoint.ChainStart(), msgs); err != nil {
 				return nil, fmt.Errorf("digest %s: %w", k.name, err)
 			}
 			t1 := time.Now()
-			c := evidence.ChainStart()
+			c := checkpoint.ChainStart()
 			for _, b := range canon {
 				c = c.Next(sha256.Sum256(b))
 			}

@@ -19,7 +19,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/recallhq/recall/api"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/store"
@@ -167,7 +167,7 @@ func (e *env) lagScenario(ctx context.Context, res *Result) error {
 	ingest0 := snapshotHistogram(p.metrics.IngestSeconds)
 	extract0 := snapshotHistogram(p.metrics.ExtractionSeconds)
 	state0 := snapshotHistogram(p.metrics.StateLagSeconds)
-	applied0 := counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String()))
+	applied0 := counterValue(p.metrics.Extractions.WithLabelValues(checkpoint.Applied.String()))
 	probe := newLagProbe(ctx, token, lagPollers)
 	pub := &asyncPublisher{js: e.js, subject: e.subject}
 	start := time.Now()
@@ -198,7 +198,7 @@ func (e *env) lagScenario(ctx context.Context, res *Result) error {
 	if err := errors.Join(perr, lerr); err != nil {
 		return err
 	}
-	res.LagExtractionsPerEvent = (counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String())) - applied0) / float64(w.events())
+	res.LagExtractionsPerEvent = (counterValue(p.metrics.Extractions.WithLabelValues(checkpoint.Applied.String())) - applied0) / float64(w.events())
 	res.LagIngestMeanMs, res.LagIngestP99Ms = snapshotHistogram(p.metrics.IngestSeconds).since(ingest0, 0.99)
 	res.LagExtractionMeanMs, res.LagExtractionP99Ms = snapshotHistogram(p.metrics.ExtractionSeconds).since(extract0, 0.99)
 	res.LagCommittedMeanMs, res.LagCommittedP99Ms = snapshotHistogram(p.metrics.StateLagSeconds).since(state0, 0.99)

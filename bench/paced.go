@@ -16,7 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/store"
 )
@@ -115,7 +115,7 @@ type pacedLoad struct {
 	period       time.Duration
 	convs, users int
 	hist         []json.RawMessage
-	chains       []evidence.Digest
+	chains       []checkpoint.Digest
 }
 
 // snapshotEvery is how often a conversation sends its whole history rather

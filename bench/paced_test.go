@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // TestPacedLoad checks the paced scenario's events: each conversation's
@@ -20,14 +20,14 @@ func TestPacedLoad(t *testing.T) {
 	if l.convs != 100 {
 		t.Fatalf("convs = %d, want 100 (25 events/s, a turn every 4s)", l.convs)
 	}
-	held := make(map[[2]string]evidence.Digest) // each conversation's chain digest
+	held := make(map[[2]string]checkpoint.Digest) // each conversation's chain digest
 	lengths := make(map[[2]string]int)
 	for j := range 6 * l.convs {
 		u, c, turn, data := l.event("id", j)
 		if want := j/l.convs + 1; turn != want {
 			t.Fatalf("event %d: turn %d, want %d", j, turn, want)
 		}
-		ev, err := evidence.ParseEvent(data, evidence.Limits{})
+		ev, err := checkpoint.ParseEvent(data, checkpoint.Limits{})
 		if err != nil {
 			t.Fatalf("event %d: %v", j, err)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/jobs"
 	recallpipe "github.com/recallhq/recall/pipeline"
@@ -273,7 +273,7 @@ func (e *env) pipelineScenario(ctx context.Context, res *Result) error {
 // events per second from the first publish to the last state committed, and
 // the extractions that changed a state.
 func (e *env) pipelineTrial(ctx context.Context, p *pipeline, w workload) (rate, extractions float64, err error) {
-	applied := counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String()))
+	applied := counterValue(p.metrics.Extractions.WithLabelValues(checkpoint.Applied.String()))
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- e.publishAll(ctx, w, e.subject, e.js) }()
@@ -282,7 +282,7 @@ func (e *env) pipelineTrial(ctx context.Context, p *pipeline, w workload) (rate,
 	if err := errors.Join(<-done, werr); err != nil {
 		return 0, 0, err
 	}
-	ex := counterValue(p.metrics.Extractions.WithLabelValues(evidence.Applied.String())) - applied
+	ex := counterValue(p.metrics.Extractions.WithLabelValues(checkpoint.Applied.String())) - applied
 	return float64(w.events()) / elapsed.Seconds(), ex, nil
 }
 
@@ -423,7 +423,7 @@ func (n *noopRiver) run(ctx context.Context, total, goroutines int) (float64, er
 // notAccepted counts the events the worker retried or rejected.
 func notAccepted(m *metrics.Metrics) float64 {
 	n := counterValue(m.Events.WithLabelValues("retried", "")) + counterValue(m.Events.WithLabelValues("gap_retried", ""))
-	for _, r := range evidence.Reasons {
+	for _, r := range checkpoint.Reasons {
 		n += counterValue(m.Events.WithLabelValues("rejected", string(r)))
 	}
 	return n

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 )
 
@@ -206,9 +206,9 @@ type directConv struct {
 	userID, conversationID string
 	gen                    *chatter
 
-	length int             // messages held
-	chain  evidence.Digest // chain digest of the messages held
-	times  []time.Duration // of timed turns
+	length int               // messages held
+	chain  checkpoint.Digest // chain digest of the messages held
+	times  []time.Duration   // of timed turns
 }
 
 // build writes at least entries sentences in four events, each ending with
@@ -261,16 +261,16 @@ func (c *directConv) send(ctx context.Context, n, short int) (time.Duration, err
 	for i := range msgs {
 		msgs[i] = c.gen.message(lo, hi)
 	}
-	var prefix *evidence.Digest
+	var prefix *checkpoint.Digest
 	if c.length > 0 {
 		prefix = &c.chain
 	} else {
-		c.chain = evidence.ChainStart()
+		c.chain = checkpoint.ChainStart()
 	}
 	data := encodeEvent(c.e.ids.next(), c.userID, c.conversationID, c.length, prefix, msgs)
 
 	start := time.Now()
-	ev, err := evidence.ParseEvent(data, evidence.Limits{})
+	ev, err := checkpoint.ParseEvent(data, checkpoint.Limits{})
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c.userID, err)
 	}
@@ -278,7 +278,7 @@ func (c *directConv) send(ctx context.Context, n, short int) (time.Duration, err
 	if err != nil {
 		return 0, fmt.Errorf("%s: ingest: %w", c.userID, err)
 	}
-	if ing.Outcome != evidence.Accepted {
+	if ing.Outcome != checkpoint.Accepted {
 		return 0, fmt.Errorf("%s: an event at offset %d was %s, not accepted", c.userID, c.length, ing.Outcome)
 	}
 	ext, err := c.st.Extract(ctx, c.userID, c.conversationID)
@@ -286,7 +286,7 @@ func (c *directConv) send(ctx context.Context, n, short int) (time.Duration, err
 		return 0, fmt.Errorf("%s: extract: %w", c.userID, err)
 	}
 	d := time.Since(start)
-	if ext.Outcome != evidence.Applied || ext.Cursor != ev.End()-1 {
+	if ext.Outcome != checkpoint.Applied || ext.Cursor != ev.End()-1 {
 		return 0, fmt.Errorf("%s: extraction %s to cursor %d, want %d", c.userID, ext.Outcome, ext.Cursor, ev.End()-1)
 	}
 	for _, dg := range ev.Digests {

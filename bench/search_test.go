@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -29,9 +30,9 @@ func TestChatter(t *testing.T) {
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Fatalf("the same seed wrote different histories (-first +second):\n%s", diff)
 	}
-	var decoded []evidence.Message
+	var decoded []checkpoint.Message
 	for i, raw := range a {
-		m, err := evidence.DecodeMessage(raw)
+		m, err := checkpoint.DecodeMessage(raw)
 		if err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}

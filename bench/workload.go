@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // texts are the message texts conversations are made of: every bucket gets
@@ -93,13 +93,13 @@ func finalCursor(t int) int { return turnLength(t) - 1 }
 
 // encodeEvent encodes a checkpoint event. ids are plain ASCII, written as
 // they are.
-func encodeEvent(eventID, userID, conversationID string, offset int, prefix *evidence.Digest, msgs []json.RawMessage) []byte {
+func encodeEvent(eventID, userID, conversationID string, offset int, prefix *checkpoint.Digest, msgs []json.RawMessage) []byte {
 	size := 200
 	for _, m := range msgs {
 		size += len(m) + 1
 	}
 	b := make([]byte, 0, size)
-	b = append(b, `{"schema":"`+evidence.Schema+`","kind":"snapshot","event_id":"`...)
+	b = append(b, `{"schema":"`+checkpoint.Schema+`","kind":"snapshot","event_id":"`...)
 	b = append(b, eventID...)
 	b = append(b, `","user_id":"`...)
 	b = append(b, userID...)
@@ -126,11 +126,11 @@ func encodeEvent(eventID, userID, conversationID string, offset int, prefix *evi
 }
 
 // chains returns the chain digest of each prefix of h: chains[i] is c_i.
-func chains(h []json.RawMessage) ([]evidence.Digest, error) {
-	out := make([]evidence.Digest, len(h)+1)
-	out[0] = evidence.ChainStart()
+func chains(h []json.RawMessage) ([]checkpoint.Digest, error) {
+	out := make([]checkpoint.Digest, len(h)+1)
+	out[0] = checkpoint.ChainStart()
 	for i, raw := range h {
-		m, err := evidence.DecodeMessage(raw)
+		m, err := checkpoint.DecodeMessage(raw)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
 	"github.com/recallhq/recall/internal/devpg"
@@ -155,18 +156,18 @@ func userIndexes(t *testing.T, history []json.RawMessage) []int {
 	msgs := decode(t, history)
 	var out []int
 	for i := range msgs {
-		if msgs[i].Role == evidence.RoleUser {
+		if msgs[i].Role == checkpoint.RoleUser {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-func decode(t *testing.T, history []json.RawMessage) []evidence.Message {
+func decode(t *testing.T, history []json.RawMessage) []checkpoint.Message {
 	t.Helper()
 	raw, err := json.Marshal(history)
 	pgtest.Must(t, err, "encode history")
-	msgs, err := evidence.DecodeMessages(raw)
+	msgs, err := checkpoint.DecodeMessages(raw)
 	pgtest.Must(t, err, "decode history")
 	return msgs
 }
@@ -175,10 +176,10 @@ func decode(t *testing.T, history []json.RawMessage) []evidence.Message {
 // prefix digest of history[:offset] (docs/protocol.md, "Digests").
 func appendEventOf(t *testing.T, eventID, user, conv string, history []json.RawMessage, offset int) []byte {
 	t.Helper()
-	d, err := evidence.PrefixDigest(decode(t, history[:offset]), offset)
+	d, err := checkpoint.PrefixDigest(decode(t, history[:offset]), offset)
 	pgtest.Must(t, err, "prefix digest")
 	b, err := json.Marshal(map[string]any{
-		"schema": evidence.Schema, "kind": "snapshot", "event_id": eventID, "user_id": user, "conversation_id": conv,
+		"schema": checkpoint.Schema, "kind": "snapshot", "event_id": eventID, "user_id": user, "conversation_id": conv,
 		"offset": offset, "prefix_digest": d.String(), "messages": history[offset:],
 	})
 	pgtest.Must(t, err, "encode the append event")

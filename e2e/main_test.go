@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
 	"github.com/recallhq/recall/testutil/pgtest"
@@ -375,12 +376,12 @@ func sample(t *testing.T, name string) conversation {
 	if err := json.Unmarshal(data, &c); err != nil {
 		t.Fatalf("example %s: %v", name, err)
 	}
-	msgs, err := evidence.DecodeMessages(c.Messages)
+	msgs, err := checkpoint.DecodeMessages(c.Messages)
 	if err != nil {
 		t.Fatalf("example %s: %v", name, err)
 	}
 	st, outcome, err := evidence.Fold(evidence.NewState(), msgs, nil)
-	if err != nil || outcome != evidence.Applied {
+	if err != nil || outcome != checkpoint.Applied {
 		t.Fatalf("fold example %s: %v, %v", name, outcome, err)
 	}
 	if st.Cursor != evidence.NewestRequest(msgs) || st.Buckets.Len() == 0 {

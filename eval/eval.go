@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/assemble"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
 // FoldFunc is the signature of evidence.Fold. Options.Fold replaces it in
 // tests of the scoring.
-type FoldFunc func(s evidence.State, history []evidence.Message, cfg *evidence.Config) (evidence.State, evidence.Outcome, error)
+type FoldFunc func(s evidence.State, history []checkpoint.Message, cfg *evidence.Config) (evidence.State, checkpoint.Outcome, error)
 
 // maxProblems bounds FixtureReport.Problems.
 const maxProblems = 5
@@ -85,7 +86,7 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 			if err != nil {
 				return fr, fmt.Errorf("fixture %s: %s: fold at message %d: %w", f.Name, c.key, i, err)
 			}
-			if outcome != evidence.Applied && outcome != evidence.NothingToSummarise {
+			if outcome != checkpoint.Applied && outcome != checkpoint.NothingToSummarise {
 				return fr, fmt.Errorf("fixture %s: %s: fold at message %d: %s", f.Name, c.key, i, outcome)
 			}
 			fr.FoldedMessages += max(0, next.Cursor-st.Cursor)
@@ -229,7 +230,7 @@ const ContextBudget = 4000
 // the newest request of history at ContextBudget tokens: the history it
 // keeps, and the evidence of st beside it (in focus, chosen from the
 // messages older than those it keeps, as the context endpoint does).
-func contextText(st *evidence.State, history []evidence.Message, cfg *evidence.Config) ([]string, error) {
+func contextText(st *evidence.State, history []checkpoint.Message, cfg *evidence.Config) ([]string, error) {
 	budget := assemble.DefaultBudget()
 	budget.Prompt = ContextBudget
 	req := &assemble.Request{Messages: history, Budget: budget,
@@ -266,7 +267,7 @@ func contextText(st *evidence.State, history []evidence.Message, cfg *evidence.C
 // and, for an assistant message, its tool calls' names and arguments.
 // Messages off the conversation channel (thinking, status, …) and artifacts
 // are not sent to a model and count nothing.
-func HistoryTokens(msgs []evidence.Message) int {
+func HistoryTokens(msgs []checkpoint.Message) int {
 	n := 0
 	for i := range msgs {
 		m := &msgs[i]
@@ -325,7 +326,7 @@ func checkMessage(s *evidence.State, msg *evidence.EvidenceMessage) error {
 			return fmt.Errorf("message is null but %d entries and cursor %d", n, s.Cursor)
 		}
 		return nil
-	case msg.Role != evidence.RoleAssistant:
+	case msg.Role != checkpoint.RoleAssistant:
 		return fmt.Errorf("message role is %q, not assistant", msg.Role)
 	case n == 0:
 		if msg.Content != evidence.Sentinel {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -138,7 +139,7 @@ func (m *Marker) UnmarshalJSON(b []byte) error {
 // conversation is one keyed history of a fixture, decoded.
 type conversation struct {
 	key        string
-	messages   []evidence.Message
+	messages   []checkpoint.Message
 	raws       []json.RawMessage
 	required   []Fact
 	superseded []Correction
@@ -238,9 +239,9 @@ func (f *Fixture) conversations() ([]conversation, error) {
 		if len(c.raws) == 0 {
 			return fail("%s: no messages", c.key)
 		}
-		msgs := make([]evidence.Message, len(c.raws))
+		msgs := make([]checkpoint.Message, len(c.raws))
 		for i, raw := range c.raws {
-			m, err := evidence.DecodeMessage(raw)
+			m, err := checkpoint.DecodeMessage(raw)
 			if err != nil {
 				return fail("%s: message %d: %w", c.key, i, err)
 			}
@@ -313,7 +314,7 @@ func (f *Fixture) conversations() ([]conversation, error) {
 
 // resolveProbe finds the one user message whose text holds p.Request and
 // checks that every fact of p is in evidential text before it.
-func resolveProbe(msgs []evidence.Message, p Probe) (probe, error) {
+func resolveProbe(msgs []checkpoint.Message, p Probe) (probe, error) {
 	if p.Request == "" {
 		return probe{}, errors.New("request is empty")
 	}
@@ -346,7 +347,7 @@ func resolveProbe(msgs []evidence.Message, p Probe) (probe, error) {
 
 // evidentialHas reports whether text is in the text of a message the fold
 // may keep.
-func evidentialHas(msgs []evidence.Message, text string) bool {
+func evidentialHas(msgs []checkpoint.Message, text string) bool {
 	for i := range msgs {
 		if msgs[i].Evidential() && strings.Contains(msgs[i].Text, text) {
 			return true
@@ -357,7 +358,7 @@ func evidentialHas(msgs []evidence.Message, text string) bool {
 
 // firstEvidential returns the index of the first message the fold may keep
 // whose text holds text, or -1.
-func firstEvidential(msgs []evidence.Message, text string) int {
+func firstEvidential(msgs []checkpoint.Message, text string) int {
 	for i := range msgs {
 		if msgs[i].Evidential() && strings.Contains(msgs[i].Text, text) {
 			return i

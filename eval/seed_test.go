@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -50,7 +51,7 @@ func TestSeedGolden(t *testing.T) {
 	}
 }
 
-func seedDigest(t *testing.T, msgs []evidence.Message) string {
+func seedDigest(t *testing.T, msgs []checkpoint.Message) string {
 	t.Helper()
 	h := sha256.New()
 	st := evidence.NewState()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Tier ranks an archive entry by who wrote it and how much it looks like
@@ -59,7 +61,7 @@ func (it *Item) Newer(o *Item) bool {
 // indexes from, from+1, …: one per sentence, list item or line of the text of
 // each evidential message, in history order. Excerpts are copies, so that
 // items never keep a message's text alive.
-func ExtractItems(msgs []Message, from int, cfg *Config) []Item {
+func ExtractItems(msgs []checkpoint.Message, from int, cfg *Config) []Item {
 	c := cfg.withDefaults()
 	var items []Item
 	for i := range msgs {

@@ -1,21 +1,22 @@
 package evidence_test
 
 import (
-	"github.com/recallhq/recall/evidence"
 	"testing"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 func TestStoredChunkTypes(t *testing.T) {
 	tests := []struct {
 		in   string
-		want evidence.Role
+		want checkpoint.Role
 	}{
-		{`{"type":"AIMessageChunk","data":{"content":"hi","id":"a"}}`, evidence.RoleAssistant},
-		{`{"type":"HumanMessageChunk","data":{"content":"hi"}}`, evidence.RoleUser},
-		{`{"type":"ai","data":{"content":"hi"}}`, evidence.RoleAssistant},
+		{`{"type":"AIMessageChunk","data":{"content":"hi","id":"a"}}`, checkpoint.RoleAssistant},
+		{`{"type":"HumanMessageChunk","data":{"content":"hi"}}`, checkpoint.RoleUser},
+		{`{"type":"ai","data":{"content":"hi"}}`, checkpoint.RoleAssistant},
 	}
 	for _, tt := range tests {
-		m, err := evidence.DecodeMessage([]byte(tt.in))
+		m, err := checkpoint.DecodeMessage([]byte(tt.in))
 		if err != nil || m.Role != tt.want {
 			t.Errorf("%s: role %q, err %v; want %q", tt.in, m.Role, err, tt.want)
 		}

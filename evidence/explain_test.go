@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // explainFolded folds history and explains the view of its newest request
 // within maxTokens, as the inspector does over the stored archive.
-func explainFolded(tb testing.TB, history []Message, maxTokens int) (*Archive, *Explanation, View) {
+func explainFolded(tb testing.TB, history []checkpoint.Message, maxTokens int) (*Archive, *Explanation, View) {
 	tb.Helper()
 	s, _, err := Fold(NewState(), history, nil)
 	if err != nil {
@@ -26,14 +28,14 @@ func explainFolded(tb testing.TB, history []Message, maxTokens int) (*Archive, *
 // supersedes a corrected one and the class each shown entry was shown as.
 func TestExplainCorrection(t *testing.T) {
 	t.Parallel()
-	h := []Message{
-		user("m0", "For the shuttle we plan 8 buses at the peak."),
-		assistant("m1", "Noted."),
-		user("m2", "The venue on Harbour Road holds 120 people."),
-		assistant("m3", "Noted."),
-		user("m4", "Correction: we need 11 buses at the peak instead of 8."),
-		assistant("m5", "Updated."),
-		user("m6", "What is left to book?"),
+	h := []checkpoint.Message{
+		checkpointtest.User("m0", "For the shuttle we plan 8 buses at the peak."),
+		checkpointtest.Assistant("m1", "Noted."),
+		checkpointtest.User("m2", "The venue on Harbour Road holds 120 people."),
+		checkpointtest.Assistant("m3", "Noted."),
+		checkpointtest.User("m4", "Correction: we need 11 buses at the peak instead of 8."),
+		checkpointtest.Assistant("m5", "Updated."),
+		checkpointtest.User("m6", "What is left to book?"),
 	}
 	a, x, _ := explainFolded(t, h, DefaultMaxTokens)
 	var planned, corrected *Item
@@ -66,8 +68,8 @@ func TestExplainMatchesView(t *testing.T) {
 	whys := make(map[Why]int)
 	for seed := range uint64(30) {
 		r := rand.New(rand.NewPCG(seed, 25))
-		h, _ := randomHistory(t, r, 20+r.IntN(200))
-		h = append(h, user("request", "what about the deadline and the budget?"))
+		h, _ := checkpointtest.RandomHistory(t, r, 20+r.IntN(200))
+		h = append(h, checkpointtest.User("request", "what about the deadline and the budget?"))
 		maxTokens := 100 + r.IntN(1500)
 		a, x, v := explainFolded(t, h, maxTokens)
 		if diff := cmp.Diff(v, x.View); diff != "" {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 func TestSegment(t *testing.T) {
@@ -78,25 +80,25 @@ func TestTerms(t *testing.T) {
 func TestTiers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		role Role
+		role checkpoint.Role
 		text string
 		want Tier
 	}{
-		{RoleUser, "We must never take billing offline before 9 in March.", TierUserKey},
-		{RoleUser, "Actually, make it 150 people.", TierUserFact},
-		{RoleUser, "their ERP is SAP S/4HANA on premise", TierUserFact},
-		{RoleUser, "The venue holds 120 people.", TierUserStatement},
-		{RoleUser, "Kemal owns the agenda; Lea owns logistics.", TierUserStatement},
-		{RoleUser, "我们店一共有3800个SKU", TierUserFact},
-		{RoleUser, "we're closed mondays btw", TierUserStatement},
-		{RoleUser, "I think it went well.", TierUserStatement},
-		{RoleUser, "Please draft section 4 of the report.", TierContext},
-		{RoleUser, "How do we include the people who can't travel?", TierContext},
-		{RoleUser, "what do i write on the menu board", TierContext},
-		{RoleUser, "Thanks, sounds good!", TierContext},
-		{RoleAssistant, "We agreed on Postgres.", TierAssistantRule},
-		{RoleAssistant, "My recommendation: use the regular method at 20% business use.", TierAssistantRule},
-		{RoleAssistant, "The hall has two projectors.", TierContext},
+		{checkpoint.RoleUser, "We must never take billing offline before 9 in March.", TierUserKey},
+		{checkpoint.RoleUser, "Actually, make it 150 people.", TierUserFact},
+		{checkpoint.RoleUser, "their ERP is SAP S/4HANA on premise", TierUserFact},
+		{checkpoint.RoleUser, "The venue holds 120 people.", TierUserStatement},
+		{checkpoint.RoleUser, "Kemal owns the agenda; Lea owns logistics.", TierUserStatement},
+		{checkpoint.RoleUser, "我们店一共有3800个SKU", TierUserFact},
+		{checkpoint.RoleUser, "we're closed mondays btw", TierUserStatement},
+		{checkpoint.RoleUser, "I think it went well.", TierUserStatement},
+		{checkpoint.RoleUser, "Please draft section 4 of the report.", TierContext},
+		{checkpoint.RoleUser, "How do we include the people who can't travel?", TierContext},
+		{checkpoint.RoleUser, "what do i write on the menu board", TierContext},
+		{checkpoint.RoleUser, "Thanks, sounds good!", TierContext},
+		{checkpoint.RoleAssistant, "We agreed on Postgres.", TierAssistantRule},
+		{checkpoint.RoleAssistant, "My recommendation: use the regular method at 20% business use.", TierAssistantRule},
+		{checkpoint.RoleAssistant, "The hall has two projectors.", TierContext},
 	}
 	for _, tt := range tests {
 		// Late in a conversation: no early points.
@@ -114,7 +116,7 @@ func TestTiers(t *testing.T) {
 // second-best line of a message below its best.
 func TestWeights(t *testing.T) {
 	t.Parallel()
-	weight := func(role Role, texts ...string) []int {
+	weight := func(role checkpoint.Role, texts ...string) []int {
 		items := make([]Item, len(texts))
 		for i, text := range texts {
 			items[i] = Item{Entry: Entry{Role: role, Excerpt: text}, Bucket: focusClassifier.Classify(text)}
@@ -137,13 +139,13 @@ func TestWeights(t *testing.T) {
 		{"The budget for the launch is 4k, print and ads included.", "4k then."},
 	}
 	for _, p := range heavier {
-		a, b := weight(RoleUser, p[0])[0], weight(RoleUser, p[1])[0]
+		a, b := weight(checkpoint.RoleUser, p[0])[0], weight(checkpoint.RoleUser, p[1])[0]
 		if a <= b {
 			t.Errorf("weight(%q) = %d, not above weight(%q) = %d", p[0], a, p[1], b)
 		}
 	}
 	// The same sentence early in a conversation weighs more than late.
-	early := []Item{{Entry: Entry{Role: RoleUser, Index: 2, Excerpt: "Budget is 4k."}}, {Entry: Entry{Role: RoleUser, Index: 150, Excerpt: "Budget is 4k."}}}
+	early := []Item{{Entry: Entry{Role: checkpoint.RoleUser, Index: 2, Excerpt: "Budget is 4k."}}, {Entry: Entry{Role: checkpoint.RoleUser, Index: 150, Excerpt: "Budget is 4k."}}}
 	scoreItems(early[:1])
 	scoreItems(early[1:])
 	if early[0].Weight <= early[1].Weight {
@@ -151,7 +153,7 @@ func TestWeights(t *testing.T) {
 	}
 	// Three lines of one message that weigh the same alone: each better one
 	// costs the next.
-	w := weight(RoleUser, "- 2x Fender Twin Reverb", "- 2x Fender Twin Reverb.", "- 2x Fender Twin Reverb!")
+	w := weight(checkpoint.RoleUser, "- 2x Fender Twin Reverb", "- 2x Fender Twin Reverb.", "- 2x Fender Twin Reverb!")
 	if !(w[0] > w[1] && w[1] > w[2]) {
 		t.Errorf("weights of equal lines of one message = %v, want falling", w)
 	}
@@ -164,7 +166,7 @@ func TestFocusEntries(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", 600) // 1,200 bytes
 	text := "Hi there. We must ship by Friday.\n- " + long
-	h := []Message{user("m0", text), assistant("m1", "Agreed: we'll use Postgres."), user("m2", "next")}
+	h := []checkpoint.Message{checkpointtest.User("m0", text), checkpointtest.Assistant("m1", "Agreed: we'll use Postgres."), checkpointtest.User("m2", "next")}
 	s, _, err := Fold(NewState(), h, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -202,12 +204,12 @@ func TestFocusEntries(t *testing.T) {
 // and punctuation) replaces the earlier copy instead of adding one.
 func TestRestatementReplaces(t *testing.T) {
 	t.Parallel()
-	h := []Message{
-		user("m0", "We must never take billing offline."),
-		assistant("m1", "Understood."),
-		user("m2", "WE MUST NEVER take billing offline!!"),
-		assistant("m3", "Understood."),
-		user("m4", "next"),
+	h := []checkpoint.Message{
+		checkpointtest.User("m0", "We must never take billing offline."),
+		checkpointtest.Assistant("m1", "Understood."),
+		checkpointtest.User("m2", "WE MUST NEVER take billing offline!!"),
+		checkpointtest.Assistant("m3", "Understood."),
+		checkpointtest.User("m4", "next"),
 	}
 	s, _, err := Fold(NewState(), h, nil)
 	if err != nil {
@@ -255,17 +257,17 @@ func indexes(items []Item) []int {
 // stated without any keyword is shown when a request refers to it.
 func TestViewKeepsEarlyRules(t *testing.T) {
 	t.Parallel()
-	h := []Message{
-		user("m0", "We must not take the billing database offline during business hours."),
-		assistant("a0", "Understood."),
-		user("m1", "The venue holds 120 people."),
-		assistant("a1", "Noted."),
+	h := []checkpoint.Message{
+		checkpointtest.User("m0", "We must not take the billing database offline during business hours."),
+		checkpointtest.Assistant("a0", "Understood."),
+		checkpointtest.User("m1", "The venue holds 120 people."),
+		checkpointtest.Assistant("a1", "Noted."),
 	}
 	for i := range 300 {
-		h = append(h, user(fmt.Sprintf("u%d", i), fmt.Sprintf("Please draft section %d of the report about topic %d.", i, i*7)),
-			assistant(fmt.Sprintf("r%d", i), fmt.Sprintf("Here is section %d; it covers topic %d in three paragraphs.", i, i*7)))
+		h = append(h, checkpointtest.User(fmt.Sprintf("u%d", i), fmt.Sprintf("Please draft section %d of the report about topic %d.", i, i*7)),
+			checkpointtest.Assistant(fmt.Sprintf("r%d", i), fmt.Sprintf("Here is section %d; it covers topic %d in three paragraphs.", i, i*7)))
 	}
-	h = append(h, user("last", "How many people fit into the venue?"))
+	h = append(h, checkpointtest.User("last", "How many people fit into the venue?"))
 	s, _, err := Fold(NewState(), h, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +295,7 @@ func TestFocusDeterministic(t *testing.T) {
 	words := []string{"venue", "budget", "must", "never", "decided", "todo", "Lisbon", "120", "chairs", "会場", "東京", "Frist", "müssen", "?", "thanks"}
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 11))
-		var h []Message
+		var h []checkpoint.Message
 		n := 20 + rng.IntN(120)
 		for i := range n {
 			var sb strings.Builder
@@ -304,12 +306,12 @@ func TestFocusDeterministic(t *testing.T) {
 				sb.WriteString([]string{". ", "! ", "\n", "? "}[rng.IntN(4)])
 			}
 			if rng.IntN(2) == 0 {
-				h = append(h, user(fmt.Sprint(i), sb.String()))
+				h = append(h, checkpointtest.User(fmt.Sprint(i), sb.String()))
 			} else {
-				h = append(h, assistant(fmt.Sprint(i), sb.String()))
+				h = append(h, checkpointtest.Assistant(fmt.Sprint(i), sb.String()))
 			}
 		}
-		h = append(h, user("end", "what about the venue?"))
+		h = append(h, checkpointtest.User("end", "what about the venue?"))
 		cfg := &Config{MaxArchiveEntries: 10 + rng.IntN(60), MaxTokens: 200 + rng.IntN(1600)}
 		s := NewState()
 		for end := 1; end <= len(h); end += 1 + rng.IntN(8) {

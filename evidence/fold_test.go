@@ -8,18 +8,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // baseHistory is a short conversation with an entry for every bucket.
-func baseHistory() []Message {
-	return []Message{
-		user("m0", "We must ship by Friday."),
-		toolCall("m1", "Let me check; we must look."),
-		toolResult("m2", "must rows"),
-		assistant("m3", "Agreed: we'll use Postgres."),
-		user("m4", "Now draft the schema."),
-		assistant("m5", "Still need to add the index."),
-		user("m6", "Thanks. What now?"),
+func baseHistory() []checkpoint.Message {
+	return []checkpoint.Message{
+		checkpointtest.User("m0", "We must ship by Friday."),
+		checkpointtest.ToolUse("m1", "Let me check; we must look."),
+		checkpointtest.ToolResult("m2", "must rows"),
+		checkpointtest.Assistant("m3", "Agreed: we'll use Postgres."),
+		checkpointtest.User("m4", "Now draft the schema."),
+		checkpointtest.Assistant("m5", "Still need to add the index."),
+		checkpointtest.User("m6", "Thanks. What now?"),
 	}
 }
 
@@ -27,21 +29,21 @@ func TestFoldRules(t *testing.T) {
 	t.Parallel()
 	h := baseHistory()
 	changed := baseHistory()
-	changed[3] = assistant("m3", "Agreed: we'll use MySQL.")
+	changed[3] = checkpointtest.Assistant("m3", "Agreed: we'll use MySQL.")
 	changedAtCursor := baseHistory()
-	changedAtCursor[4] = user("m4", "Now draft the schema, please.")
+	changedAtCursor[4] = checkpointtest.User("m4", "Now draft the schema, please.")
 
-	wantAt4 := buckets([]Entry{entry(RoleUser, "m0", 0, "We must ship by Friday.")}, []Entry{entry(RoleAssistant, "m3", 3, "Agreed: we'll use Postgres.")}, nil, nil)
+	wantAt4 := buckets([]Entry{entry(checkpoint.RoleUser, "m0", 0, "We must ship by Friday.")}, []Entry{entry(checkpoint.RoleAssistant, "m3", 3, "Agreed: we'll use Postgres.")}, nil, nil)
 	wantAt6 := buckets(wantAt4.Constraints, wantAt4.Decisions,
-		[]Entry{entry(RoleAssistant, "m5", 5, "Still need to add the index.")},
-		[]Entry{entry(RoleUser, "m4", 4, "Now draft the schema.")})
+		[]Entry{entry(checkpoint.RoleAssistant, "m5", 5, "Still need to add the index.")},
+		[]Entry{entry(checkpoint.RoleUser, "m4", 4, "Now draft the schema.")})
 
 	tests := []struct {
 		name        string
-		prior       []Message // folded into a new state first, nil for none
-		corrupt     bool      // corrupt the prior state's prefix digest
-		history     []Message
-		wantOutcome Outcome
+		prior       []checkpoint.Message // folded into a new state first, nil for none
+		corrupt     bool                 // corrupt the prior state's prefix digest
+		history     []checkpoint.Message
+		wantOutcome checkpoint.Outcome
 		// wantCursor, wantCount, wantVersion and wantBuckets describe the
 		// state after the fold; PrefixDigest must be the chain of
 		// history[:wantCursor] (or the prior state's, when it is unchanged).
@@ -51,22 +53,22 @@ func TestFoldRules(t *testing.T) {
 		wantBuckets Buckets
 		wantSame    bool // the state must equal the prior state
 	}{
-		{name: "empty history", history: nil, wantOutcome: NothingToSummarise, wantBuckets: buckets(nil, nil, nil, nil)},
-		{name: "one request", history: h[:1], wantOutcome: NothingToSummarise, wantCount: 1, wantBuckets: buckets(nil, nil, nil, nil)},
-		{name: "no user message", history: []Message{assistant("a0", "We must."), assistant("a1", "Agreed.")}, wantOutcome: NothingToSummarise, wantCount: 2, wantBuckets: buckets(nil, nil, nil, nil)},
-		{name: "summarise up to the newest request", history: h[:5], wantOutcome: Applied, wantCursor: 4, wantCount: 5, wantVersion: 1, wantBuckets: wantAt4},
-		{name: "newest request never summarised", history: h, wantOutcome: Applied, wantCursor: 6, wantCount: 7, wantVersion: 1, wantBuckets: wantAt6},
-		{name: "assistant messages after the request", history: h[:6], wantOutcome: Applied, wantCursor: 4, wantCount: 6, wantVersion: 1, wantBuckets: wantAt4},
-		{name: "stale: history shorter than cursor", prior: h, history: h[:4], wantOutcome: Stale, wantSame: true},
-		{name: "stale: empty history", prior: h, history: nil, wantOutcome: Stale, wantSame: true},
-		{name: "prefix mismatch", prior: h[:5], history: changed, wantOutcome: PrefixMismatch, wantSame: true},
-		{name: "prefix mismatch with a corrupt stored digest", prior: h[:5], corrupt: true, history: h, wantOutcome: PrefixMismatch, wantSame: true},
-		{name: "k equals cursor", prior: h[:5], history: h[:5], wantOutcome: NothingToSummarise, wantSame: true},
-		{name: "k below cursor", prior: h[:5], history: h[:6], wantOutcome: NothingToSummarise, wantCursor: 4, wantCount: 6, wantVersion: 1, wantBuckets: wantAt4},
-		{name: "history equal to cursor", prior: h[:5], history: h[:4], wantOutcome: NothingToSummarise, wantSame: true},
-		{name: "append continues", prior: h[:5], history: h, wantOutcome: Applied, wantCursor: 6, wantCount: 7, wantVersion: 2, wantBuckets: wantAt6},
-		{name: "only [0, cursor) is checked", prior: h[:5], history: changedAtCursor, wantOutcome: Applied, wantCursor: 6, wantCount: 7, wantVersion: 2,
-			wantBuckets: buckets(wantAt6.Constraints, wantAt6.Decisions, wantAt6.OpenWork, []Entry{entry(RoleUser, "m4", 4, "Now draft the schema, please.")})},
+		{name: "empty history", history: nil, wantOutcome: checkpoint.NothingToSummarise, wantBuckets: buckets(nil, nil, nil, nil)},
+		{name: "one request", history: h[:1], wantOutcome: checkpoint.NothingToSummarise, wantCount: 1, wantBuckets: buckets(nil, nil, nil, nil)},
+		{name: "no user message", history: []checkpoint.Message{checkpointtest.Assistant("a0", "We must."), checkpointtest.Assistant("a1", "Agreed.")}, wantOutcome: checkpoint.NothingToSummarise, wantCount: 2, wantBuckets: buckets(nil, nil, nil, nil)},
+		{name: "summarise up to the newest request", history: h[:5], wantOutcome: checkpoint.Applied, wantCursor: 4, wantCount: 5, wantVersion: 1, wantBuckets: wantAt4},
+		{name: "newest request never summarised", history: h, wantOutcome: checkpoint.Applied, wantCursor: 6, wantCount: 7, wantVersion: 1, wantBuckets: wantAt6},
+		{name: "assistant messages after the request", history: h[:6], wantOutcome: checkpoint.Applied, wantCursor: 4, wantCount: 6, wantVersion: 1, wantBuckets: wantAt4},
+		{name: "stale: history shorter than cursor", prior: h, history: h[:4], wantOutcome: checkpoint.Stale, wantSame: true},
+		{name: "stale: empty history", prior: h, history: nil, wantOutcome: checkpoint.Stale, wantSame: true},
+		{name: "prefix mismatch", prior: h[:5], history: changed, wantOutcome: checkpoint.PrefixMismatch, wantSame: true},
+		{name: "prefix mismatch with a corrupt stored digest", prior: h[:5], corrupt: true, history: h, wantOutcome: checkpoint.PrefixMismatch, wantSame: true},
+		{name: "k equals cursor", prior: h[:5], history: h[:5], wantOutcome: checkpoint.NothingToSummarise, wantSame: true},
+		{name: "k below cursor", prior: h[:5], history: h[:6], wantOutcome: checkpoint.NothingToSummarise, wantCursor: 4, wantCount: 6, wantVersion: 1, wantBuckets: wantAt4},
+		{name: "history equal to cursor", prior: h[:5], history: h[:4], wantOutcome: checkpoint.NothingToSummarise, wantSame: true},
+		{name: "append continues", prior: h[:5], history: h, wantOutcome: checkpoint.Applied, wantCursor: 6, wantCount: 7, wantVersion: 2, wantBuckets: wantAt6},
+		{name: "only [0, cursor) is checked", prior: h[:5], history: changedAtCursor, wantOutcome: checkpoint.Applied, wantCursor: 6, wantCount: 7, wantVersion: 2,
+			wantBuckets: buckets(wantAt6.Constraints, wantAt6.Decisions, wantAt6.OpenWork, []Entry{entry(checkpoint.RoleUser, "m4", 4, "Now draft the schema, please.")})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,7 +95,7 @@ func TestFoldRules(t *testing.T) {
 			if !tt.wantSame {
 				want = State{
 					Version: tt.wantVersion, Cursor: tt.wantCursor, MessageCount: tt.wantCount,
-					PrefixDigest: chainOf(t, tt.history, tt.wantCursor), Buckets: tt.wantBuckets,
+					PrefixDigest: checkpointtest.ChainOf(t, tt.history, tt.wantCursor), Buckets: tt.wantBuckets,
 				}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -107,14 +109,14 @@ func TestFoldZeroState(t *testing.T) {
 	t.Parallel()
 	h := baseHistory()
 	got, outcome, err := Fold(State{}, h, seedConfig)
-	if err != nil || outcome != Applied {
+	if err != nil || outcome != checkpoint.Applied {
 		t.Fatalf("Fold(State{}) = %v, %v; want applied", outcome, err)
 	}
 	if diff := cmp.Diff(foldAll(t, h), got); diff != "" {
 		t.Errorf("Fold(State{}) differs from Fold(NewState()) (-want +got):\n%s", diff)
 	}
 	got, outcome, _ = Fold(State{}, h[:1], seedConfig)
-	if outcome != NothingToSummarise || got.PrefixDigest != ChainStart() {
+	if outcome != checkpoint.NothingToSummarise || got.PrefixDigest != checkpoint.ChainStart() {
 		t.Errorf("Fold(State{}, one request) = %v with prefix %s, want nothing_to_summarise with ChainStart()", outcome, got.PrefixDigest)
 	}
 }
@@ -131,47 +133,47 @@ func TestFoldEvidentialOnly(t *testing.T) {
 		in        string
 		wantEntry *Entry // in Constraints
 	}{
-		{name: "user", in: flat("user", "x", text), wantEntry: &Entry{Role: RoleUser, MessageID: "x", Excerpt: text}},
-		{name: "human alias", in: flat("human", "x", text), wantEntry: &Entry{Role: RoleUser, MessageID: "x", Excerpt: text}},
-		{name: "assistant", in: flat("assistant", "x", text), wantEntry: &Entry{Role: RoleAssistant, MessageID: "x", Excerpt: text}},
-		{name: "ai alias", in: flat("ai", "x", text), wantEntry: &Entry{Role: RoleAssistant, MessageID: "x", Excerpt: text}},
-		{name: "no id", in: `{"role":"user","content":"` + text + `"}`, wantEntry: &Entry{Role: RoleUser, Excerpt: text}},
-		{name: "explicit chat type", in: flat("assistant", "x", text, "type", "chat"), wantEntry: &Entry{Role: RoleAssistant, MessageID: "x", Excerpt: text}},
-		{name: "empty tool calls", in: flat("assistant", "x", text, "tool_calls", []any{}, "invalid_tool_calls", []any{}), wantEntry: &Entry{Role: RoleAssistant, MessageID: "x", Excerpt: text}},
-		{name: "stored ai", in: `{"type":"ai","data":{"id":"x","content":"` + text + `","response_metadata":{}}}`, wantEntry: &Entry{Role: RoleAssistant, MessageID: "x", Excerpt: text}},
-		{name: "constructor human", in: `{"lc":1,"type":"constructor","id":["HumanMessage"],"kwargs":{"id":"x","content":"` + text + `"}}`, wantEntry: &Entry{Role: RoleUser, MessageID: "x", Excerpt: text}},
-		{name: "assistant with tool calls", in: flat("assistant", "x", text, "tool_calls", toolCalls)},
-		{name: "assistant with openai tool calls", in: flat("assistant", "x", text, "tool_calls", []any{map[string]any{"id": "c", "type": "function", "function": map[string]any{"name": "f", "arguments": "{}"}}})},
-		{name: "assistant with invalid tool calls", in: flat("assistant", "x", text, "invalid_tool_calls", toolCalls)},
-		{name: "assistant with additional_kwargs tool calls", in: flat("assistant", "x", text, "additional_kwargs", map[string]any{"tool_calls": toolCalls})},
+		{name: "user", in: checkpointtest.Flat("user", "x", text), wantEntry: &Entry{Role: checkpoint.RoleUser, MessageID: "x", Excerpt: text}},
+		{name: "human alias", in: checkpointtest.Flat("human", "x", text), wantEntry: &Entry{Role: checkpoint.RoleUser, MessageID: "x", Excerpt: text}},
+		{name: "assistant", in: checkpointtest.Flat("assistant", "x", text), wantEntry: &Entry{Role: checkpoint.RoleAssistant, MessageID: "x", Excerpt: text}},
+		{name: "ai alias", in: checkpointtest.Flat("ai", "x", text), wantEntry: &Entry{Role: checkpoint.RoleAssistant, MessageID: "x", Excerpt: text}},
+		{name: "no id", in: `{"role":"user","content":"` + text + `"}`, wantEntry: &Entry{Role: checkpoint.RoleUser, Excerpt: text}},
+		{name: "explicit chat type", in: checkpointtest.Flat("assistant", "x", text, "type", "chat"), wantEntry: &Entry{Role: checkpoint.RoleAssistant, MessageID: "x", Excerpt: text}},
+		{name: "empty tool calls", in: checkpointtest.Flat("assistant", "x", text, "tool_calls", []any{}, "invalid_tool_calls", []any{}), wantEntry: &Entry{Role: checkpoint.RoleAssistant, MessageID: "x", Excerpt: text}},
+		{name: "stored ai", in: `{"type":"ai","data":{"id":"x","content":"` + text + `","response_metadata":{}}}`, wantEntry: &Entry{Role: checkpoint.RoleAssistant, MessageID: "x", Excerpt: text}},
+		{name: "constructor human", in: `{"lc":1,"type":"constructor","id":["HumanMessage"],"kwargs":{"id":"x","content":"` + text + `"}}`, wantEntry: &Entry{Role: checkpoint.RoleUser, MessageID: "x", Excerpt: text}},
+		{name: "assistant with tool calls", in: checkpointtest.Flat("assistant", "x", text, "tool_calls", toolCalls)},
+		{name: "assistant with openai tool calls", in: checkpointtest.Flat("assistant", "x", text, "tool_calls", []any{map[string]any{"id": "c", "type": "function", "function": map[string]any{"name": "f", "arguments": "{}"}}})},
+		{name: "assistant with invalid tool calls", in: checkpointtest.Flat("assistant", "x", text, "invalid_tool_calls", toolCalls)},
+		{name: "assistant with additional_kwargs tool calls", in: checkpointtest.Flat("assistant", "x", text, "additional_kwargs", map[string]any{"tool_calls": toolCalls})},
 		{name: "stored ai with tool calls", in: `{"type":"ai","data":{"id":"x","content":"` + text + `","tool_calls":[{"id":"t","name":"f","args":{}}]}}`},
-		{name: "tool", in: flat("tool", "x", text, "tool_call_id", "t", "artifact", map[string]any{"note": text})},
-		{name: "system", in: flat("system", "x", text)},
+		{name: "tool", in: checkpointtest.Flat("tool", "x", text, "tool_call_id", "t", "artifact", map[string]any{"note": text})},
+		{name: "system", in: checkpointtest.Flat("system", "x", text)},
 		{name: "stored system", in: `{"type":"system","data":{"content":"` + text + `"}}`},
-		{name: "thinking", in: flat("assistant", "x", text, "type", "thinking")},
-		{name: "status", in: flat("assistant", "x", text, "type", "status")},
-		{name: "todos", in: flat("assistant", "x", text, "type", "todos")},
-		{name: "error", in: flat("assistant", "x", text, "type", "error")},
-		{name: "queue_cancel", in: flat("assistant", "x", text, "type", "queue_cancel")},
-		{name: "other type", in: flat("assistant", "x", text, "type", "reflection")},
-		{name: "user thinking", in: flat("user", "x", text, "type", "thinking")},
-		{name: "blank text", in: flat("user", "x", " \n\t\u00a0 ")},
-		{name: "empty text", in: flat("user", "x", "")},
+		{name: "thinking", in: checkpointtest.Flat("assistant", "x", text, "type", "thinking")},
+		{name: "status", in: checkpointtest.Flat("assistant", "x", text, "type", "status")},
+		{name: "todos", in: checkpointtest.Flat("assistant", "x", text, "type", "todos")},
+		{name: "error", in: checkpointtest.Flat("assistant", "x", text, "type", "error")},
+		{name: "queue_cancel", in: checkpointtest.Flat("assistant", "x", text, "type", "queue_cancel")},
+		{name: "other type", in: checkpointtest.Flat("assistant", "x", text, "type", "reflection")},
+		{name: "user thinking", in: checkpointtest.Flat("user", "x", text, "type", "thinking")},
+		{name: "blank text", in: checkpointtest.Flat("user", "x", " \n\t\u00a0 ")},
+		{name: "empty text", in: checkpointtest.Flat("user", "x", "")},
 		{name: "null content", in: `{"role":"user","id":"x","content":null}`},
-		{name: "image only", in: flat("user", "x", []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:"}}})},
-		{name: "blank text parts", in: flat("user", "x", []any{map[string]any{"type": "text", "text": " "}, map[string]any{"type": "text", "text": ""}})},
-		{name: "text parts joined", in: flat("user", "x", []any{
+		{name: "image only", in: checkpointtest.Flat("user", "x", []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:"}}})},
+		{name: "blank text parts", in: checkpointtest.Flat("user", "x", []any{map[string]any{"type": "text", "text": " "}, map[string]any{"type": "text", "text": ""}})},
+		{name: "text parts joined", in: checkpointtest.Flat("user", "x", []any{
 			map[string]any{"type": "text", "text": "  We must"},
 			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:"}},
 			map[string]any{"type": "text", "text": "keep this.  "},
-		}), wantEntry: &Entry{Role: RoleUser, MessageID: "x", Excerpt: "We must\nkeep this."}},
+		}), wantEntry: &Entry{Role: checkpoint.RoleUser, MessageID: "x", Excerpt: "We must\nkeep this."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			history := []Message{decode(t, tt.in), user("req", "and now?")}
+			history := []checkpoint.Message{checkpointtest.Decode(t, tt.in), checkpointtest.User("req", "and now?")}
 			got, outcome := fold(t, NewState(), history)
-			if outcome != Applied || got.Cursor != 1 || got.Version != 1 {
+			if outcome != checkpoint.Applied || got.Cursor != 1 || got.Version != 1 {
 				t.Fatalf("Fold = %v, cursor %d, version %d; want applied, cursor 1, version 1", outcome, got.Cursor, got.Version)
 			}
 			want := buckets(nil, nil, nil, nil)
@@ -226,10 +228,10 @@ func TestExcerpt(t *testing.T) {
 				t.Errorf("Excerpt is %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
 			}
 			// The same through the fold.
-			s := foldAll(t, []Message{user("x", tt.text), user("req", "?")})
+			s := foldAll(t, []checkpoint.Message{checkpointtest.User("x", tt.text), checkpointtest.User("req", "?")})
 			var want []Entry
 			if tt.want != "" {
-				want = []Entry{{Role: RoleUser, MessageID: "x", Excerpt: tt.want, Truncated: tt.wantTruncated}}
+				want = []Entry{{Role: checkpoint.RoleUser, MessageID: "x", Excerpt: tt.want, Truncated: tt.wantTruncated}}
 			}
 			all := append(append(append(s.Buckets.Constraints, s.Buckets.Decisions...), s.Buckets.OpenWork...), s.Buckets.RecentContext...)
 			if diff := cmp.Diff(want, all, cmpopts.EquateEmpty()); diff != "" {
@@ -241,17 +243,17 @@ func TestExcerpt(t *testing.T) {
 
 func TestFoldBucketCap(t *testing.T) {
 	t.Parallel()
-	var history []Message
+	var history []checkpoint.Message
 	for i := range 8 {
-		history = append(history, user(fmt.Sprintf("m%d", i), fmt.Sprintf("We must do %d.", i)))
+		history = append(history, checkpointtest.User(fmt.Sprintf("m%d", i), fmt.Sprintf("We must do %d.", i)))
 	}
-	history = append(history, assistant("a8", "Agreed."), user("req", "go"))
+	history = append(history, checkpointtest.Assistant("a8", "Agreed."), checkpointtest.User("req", "go"))
 	got := foldAll(t, history)
 	var want []Entry
 	for i := 2; i < 8; i++ {
-		want = append(want, entry(RoleUser, fmt.Sprintf("m%d", i), i, fmt.Sprintf("We must do %d.", i)))
+		want = append(want, entry(checkpoint.RoleUser, fmt.Sprintf("m%d", i), i, fmt.Sprintf("We must do %d.", i)))
 	}
-	if diff := cmp.Diff(buckets(want, []Entry{entry(RoleAssistant, "a8", 8, "Agreed.")}, nil, nil), got.Buckets); diff != "" {
+	if diff := cmp.Diff(buckets(want, []Entry{entry(checkpoint.RoleAssistant, "a8", 8, "Agreed.")}, nil, nil), got.Buckets); diff != "" {
 		t.Errorf("buckets mismatch (-want +got):\n%s", diff)
 	}
 	if got.OmittedEntries != 2 {
@@ -283,7 +285,7 @@ func TestFoldTokenBound(t *testing.T) {
 		s := NewState()
 		s.Cursor = n
 		for i := range n {
-			s.Buckets.RecentContext = append(s.Buckets.RecentContext, entry(RoleUser, fmt.Sprintf("m%d", i), i, fullText(RecentContext)))
+			s.Buckets.RecentContext = append(s.Buckets.RecentContext, entry(checkpoint.RoleUser, fmt.Sprintf("m%d", i), i, fullText(RecentContext)))
 		}
 		s.OmittedEntries = 9
 		return EstimateTokens(len(Render(&s).Content))
@@ -312,11 +314,11 @@ func TestFoldTokenBound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var history []Message
+			var history []checkpoint.Message
 			for i, b := range tt.seq {
-				history = append(history, user(fmt.Sprintf("m%d", i), fullText(b)))
+				history = append(history, checkpointtest.User(fmt.Sprintf("m%d", i), fullText(b)))
 			}
-			history = append(history, user("req", "?"))
+			history = append(history, checkpointtest.User("req", "?"))
 			s := foldAll(t, history)
 			var got [numBuckets][]int
 			for b := range numBuckets {
@@ -341,15 +343,15 @@ func TestFoldTokenBound(t *testing.T) {
 // it evicts small entries of the largest bucket until the message fits.
 func TestFoldTokenBoundSeveralEvictions(t *testing.T) {
 	t.Parallel()
-	var history []Message
+	var history []checkpoint.Message
 	// Four full entries, then five small recent ones, then a full one.
 	for i, b := range []Bucket{Constraints, Decisions, OpenWork, Constraints} {
-		history = append(history, user(fmt.Sprintf("m%d", i), fullText(b)))
+		history = append(history, checkpointtest.User(fmt.Sprintf("m%d", i), fullText(b)))
 	}
 	for i := 4; i < 9; i++ {
-		history = append(history, assistant(fmt.Sprintf("m%d", i), fmt.Sprintf("small note %d", i)))
+		history = append(history, checkpointtest.Assistant(fmt.Sprintf("m%d", i), fmt.Sprintf("small note %d", i)))
 	}
-	history = append(history, user("m9", fullText(Decisions)), user("req", "?"))
+	history = append(history, checkpointtest.User("m9", fullText(Decisions)), checkpointtest.User("req", "?"))
 	s := foldAll(t, history)
 	tokens := EstimateTokens(len(Render(&s).Content))
 	if tokens > DefaultMaxTokens {
@@ -388,28 +390,28 @@ func TestFoldVersion(t *testing.T) {
 	t.Parallel()
 	h := baseHistory()
 	changed := baseHistory()
-	changed[0] = user("m0", "We must ship by Monday.")
-	more := append(baseHistory(), assistant("m7", "Done."), user("m8", "Next?"))
-	onlyTools := append(append([]Message(nil), more...), toolCall("m9", "x"), toolResult("m10", "y"), user("m11", "ok"))
+	changed[0] = checkpointtest.User("m0", "We must ship by Monday.")
+	more := append(baseHistory(), checkpointtest.Assistant("m7", "Done."), checkpointtest.User("m8", "Next?"))
+	onlyTools := append(append([]checkpoint.Message(nil), more...), checkpointtest.ToolUse("m9", "x"), checkpointtest.ToolResult("m10", "y"), checkpointtest.User("m11", "ok"))
 	steps := []struct {
-		history     []Message
-		wantOutcome Outcome
+		history     []checkpoint.Message
+		wantOutcome checkpoint.Outcome
 		wantVersion int64
 	}{
-		{h[:1], NothingToSummarise, 0},
-		{h[:3], NothingToSummarise, 0},
-		{h[:5], Applied, 1},
-		{h[:5], NothingToSummarise, 1},
-		{h[:6], NothingToSummarise, 1},
-		{h[:2], Stale, 1},
-		{changed, PrefixMismatch, 1},
-		{h, Applied, 2},
-		{h, NothingToSummarise, 2},
-		{more, Applied, 3},
-		{onlyTools, Applied, 4}, // the cursor moves although no entry is added
-		{more, Stale, 4},
-		{h, Stale, 4},
-		{append(onlyTools, assistant("m12", "ok")), NothingToSummarise, 4},
+		{h[:1], checkpoint.NothingToSummarise, 0},
+		{h[:3], checkpoint.NothingToSummarise, 0},
+		{h[:5], checkpoint.Applied, 1},
+		{h[:5], checkpoint.NothingToSummarise, 1},
+		{h[:6], checkpoint.NothingToSummarise, 1},
+		{h[:2], checkpoint.Stale, 1},
+		{changed, checkpoint.PrefixMismatch, 1},
+		{h, checkpoint.Applied, 2},
+		{h, checkpoint.NothingToSummarise, 2},
+		{more, checkpoint.Applied, 3},
+		{onlyTools, checkpoint.Applied, 4}, // the cursor moves although no entry is added
+		{more, checkpoint.Stale, 4},
+		{h, checkpoint.Stale, 4},
+		{append(onlyTools, checkpointtest.Assistant("m12", "ok")), checkpoint.NothingToSummarise, 4},
 	}
 	s := NewState()
 	for i, st := range steps {
@@ -423,36 +425,9 @@ func TestFoldVersion(t *testing.T) {
 		s = next
 	}
 	before := s.Clone()
-	s.Summarise(nil, ChainStart(), nil, seedConfig)
+	s.Summarise(nil, checkpoint.ChainStart(), nil, seedConfig)
 	if diff := cmp.Diff(before, s); diff != "" {
 		t.Errorf("Summarise(nil) changed the state (-want +got):\n%s", diff)
-	}
-}
-
-func TestOutcomeString(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		o    Outcome
-		want string
-	}{
-		{Applied, "applied"},
-		{Stale, "stale"},
-		{NothingToSummarise, "nothing"},
-		{PrefixMismatch, "prefix_mismatch"},
-		{Accepted, "accepted"},
-		{Duplicate, "duplicate"},
-		{Gap, "gap"},
-		{Deleted, "deleted"},
-		{Rejected, "rejected"},
-		{Retried, "retried"},
-		{GapRetried, "gap_retried"},
-		{Outcome(99), "unknown"},
-		{Outcome(-1), "unknown"},
-	}
-	for _, tt := range tests {
-		if got := tt.o.String(); got != tt.want {
-			t.Errorf("Outcome(%d).String() = %q, want %q", tt.o, got, tt.want)
-		}
 	}
 }
 
@@ -460,14 +435,14 @@ func TestNewestRequest(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		history []Message
+		history []checkpoint.Message
 		want    int
 	}{
 		{name: "empty", want: -1},
-		{name: "no user", history: []Message{assistant("a", "x"), msg("system", "s", "x")}, want: -1},
-		{name: "last", history: []Message{user("a", "x"), assistant("b", "y"), user("c", "z")}, want: 2},
-		{name: "before assistant", history: []Message{user("a", "x"), assistant("b", "y")}, want: 0},
-		{name: "stored human", history: []Message{decode(t, `{"type":"human","data":{"content":"x"}}`), assistant("b", "y")}, want: 0},
+		{name: "no user", history: []checkpoint.Message{checkpointtest.Assistant("a", "x"), checkpointtest.Msg("system", "s", "x")}, want: -1},
+		{name: "last", history: []checkpoint.Message{checkpointtest.User("a", "x"), checkpointtest.Assistant("b", "y"), checkpointtest.User("c", "z")}, want: 2},
+		{name: "before assistant", history: []checkpoint.Message{checkpointtest.User("a", "x"), checkpointtest.Assistant("b", "y")}, want: 0},
+		{name: "stored human", history: []checkpoint.Message{checkpointtest.Decode(t, `{"type":"human","data":{"content":"x"}}`), checkpointtest.Assistant("b", "y")}, want: 0},
 	}
 	for _, tt := range tests {
 		if got := NewestRequest(tt.history); got != tt.want {

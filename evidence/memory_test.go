@@ -1,17 +1,21 @@
 package evidence
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // longHistory returns n messages, every tenth a request, with texts of
 // textBytes bytes; the last tail messages have texts of tailBytes.
-func longHistory(n, textBytes, tail, tailBytes int) []Message {
-	h := make([]Message, n)
+func longHistory(n, textBytes, tail, tailBytes int) []checkpoint.Message {
+	h := make([]checkpoint.Message, n)
 	words := []string{"We must keep", "Agreed to use", "Still need to", "Noted that"}
 	for i := range h {
 		size := textBytes
@@ -20,9 +24,9 @@ func longHistory(n, textBytes, tail, tailBytes int) []Message {
 		}
 		lead := fmt.Sprintf("%s %d ", words[i%len(words)], i)
 		text := lead + strings.Repeat("x", max(0, size-len(lead)))
-		m := Message{ID: fmt.Sprintf("m%d", i), Type: TypeChat, Text: text, Content: textParts(text), Artifact: jsonNull, Role: RoleAssistant}
+		m := checkpoint.Message{ID: fmt.Sprintf("m%d", i), Type: checkpoint.TypeChat, Text: text, Content: checkpointtest.TextContent(text), Artifact: json.RawMessage("null"), Role: checkpoint.RoleAssistant}
 		if i%10 == 9 || i == n-1 {
-			m.Role = RoleUser
+			m.Role = checkpoint.RoleUser
 		}
 		h[i] = m
 	}
@@ -31,15 +35,15 @@ func longHistory(n, textBytes, tail, tailBytes int) []Message {
 
 // foldStream folds history as a worker would, one growing snapshot at a
 // time, streaming the chain instead of re-digesting the prefix.
-func foldStream(tb testing.TB, history []Message, step int) State {
+func foldStream(tb testing.TB, history []checkpoint.Message, step int) State {
 	tb.Helper()
 	s := NewState()
-	c := ChainStart()
+	c := checkpoint.ChainStart()
 	for end := step; ; end += step {
 		end = min(end, len(history))
 		k := NewestRequest(history[:end])
 		if k > s.Cursor {
-			next, err := Chain(c, history[s.Cursor:k])
+			next, err := checkpoint.Chain(c, history[s.Cursor:k])
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // ignoreVersion compares states on everything but Version (§4.9).
@@ -72,12 +74,12 @@ func refExcerpt(text string) (string, bool) {
 // referenceFold is a naive model of §4 with the default Config: it folds
 // history[:k] into a new state one message at a time and measures the
 // rendered message (Render) after each entry.
-func referenceFold(history []Message, k int) State {
+func referenceFold(history []checkpoint.Message, k int) State {
 	s := NewState()
 	s.Cursor = k
 	for i := range k {
 		m := history[i]
-		if m.Type != "chat" || !(m.Role == RoleUser || m.Role == RoleAssistant && !m.HasToolCalls) {
+		if m.Type != "chat" || !(m.Role == checkpoint.RoleUser || m.Role == checkpoint.RoleAssistant && !m.HasToolCalls) {
 			continue
 		}
 		excerpt, truncated := refExcerpt(m.Text)
@@ -102,7 +104,7 @@ func referenceFold(history []Message, k int) State {
 		}
 	}
 	s.MessageCount = len(history)
-	s.PrefixDigest, _ = PrefixDigest(history, k)
+	s.PrefixDigest, _ = checkpoint.PrefixDigest(history, k)
 	if k > 0 {
 		s.Version = 1
 	}
@@ -127,7 +129,7 @@ func checkBounds(tb testing.TB, s *State) {
 			if e.Index < 0 || e.Index >= s.Cursor {
 				tb.Errorf("bucket %v entry %d: index %d outside [0, %d)", b, i, e.Index, s.Cursor)
 			}
-			if e.Role != RoleUser && e.Role != RoleAssistant {
+			if e.Role != checkpoint.RoleUser && e.Role != checkpoint.RoleAssistant {
 				tb.Errorf("bucket %v entry %d: role %q", b, i, e.Role)
 			}
 			if i > 0 && list[i-1].Index >= e.Index {
@@ -152,7 +154,7 @@ func checkBounds(tb testing.TB, s *State) {
 			tb.Errorf("Render = %+v, want the sentinel", m)
 		}
 	default:
-		if m == nil || m.Role != RoleAssistant {
+		if m == nil || m.Role != checkpoint.RoleAssistant {
 			tb.Fatalf("Render = %+v, want an assistant message", m)
 		}
 		if n := EstimateTokens(len(m.Content)); n > DefaultMaxTokens {
@@ -187,7 +189,7 @@ func statesEqual(a, b *State) bool {
 }
 
 // evidentialCount counts the messages of history[:k] that make an entry.
-func evidentialCount(history []Message, k int) int {
+func evidentialCount(history []checkpoint.Message, k int) int {
 	n := 0
 	for i := range k {
 		if history[i].Evidential() && strings.TrimSpace(history[i].Text) != "" {
@@ -207,7 +209,7 @@ func TestPropertyCoalescing(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(propertySeeds) {
 		r := rand.New(rand.NewPCG(seed, 0xc0a1e5ce))
-		history, _ := randomHistory(t, r, 1+r.IntN(80))
+		history, _ := checkpointtest.RandomHistory(t, r, 1+r.IntN(80))
 		one, _ := fold(t, NewState(), history)
 		checkBounds(t, &one)
 		k := max(0, NewestRequest(history))
@@ -235,12 +237,12 @@ func TestPropertyCoalescing(t *testing.T) {
 			before := s.Clone()
 			next, outcome := fold(t, s, snapshot)
 			switch outcome {
-			case Applied:
+			case checkpoint.Applied:
 				applied++
 				if next.Cursor <= before.Cursor {
 					t.Fatalf("seed %d: applied without moving the cursor", seed)
 				}
-			case Stale, PrefixMismatch:
+			case checkpoint.Stale, checkpoint.PrefixMismatch:
 				if !statesEqual(&before, &next) || before.Version != next.Version {
 					t.Fatalf("seed %d: %v changed the state:\n%s", seed, outcome, cmp.Diff(before, next))
 				}
@@ -269,15 +271,15 @@ func TestPropertySummarisePieces(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(propertySeeds) {
 		r := rand.New(rand.NewPCG(seed, 0x5a3))
-		history, _ := randomHistory(t, r, 1+r.IntN(80))
+		history, _ := checkpointtest.RandomHistory(t, r, 1+r.IntN(80))
 		want, _ := fold(t, NewState(), history)
 		k := NewestRequest(history)
 		s := NewState()
-		c := ChainStart()
+		c := checkpoint.ChainStart()
 		for a := 0; a < k; {
 			b := min(k, a+1+r.IntN(10))
 			var err error
-			if c, err = Chain(c, history[a:b]); err != nil {
+			if c, err = checkpoint.Chain(c, history[a:b]); err != nil {
 				t.Fatal(err)
 			}
 			s.Summarise(history[a:b], c, nil, seedConfig)
@@ -298,7 +300,7 @@ func TestPropertyRenderWithin(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(propertySeeds) {
 		r := rand.New(rand.NewPCG(seed, 0x7e))
-		history, _ := randomHistory(t, r, 1+r.IntN(60))
+		history, _ := checkpointtest.RandomHistory(t, r, 1+r.IntN(60))
 		s, _ := fold(t, NewState(), history)
 		budget := r.IntN(DefaultMaxTokens + 200)
 		full := Render(&s)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Record is a conversation's evidence as stored: the state's scalars and the
@@ -19,7 +21,7 @@ type Record struct {
 	MessageCount   int
 	// PrefixDigest is the chain digest of [0, Cursor); ChainStart() when
 	// nothing is summarised.
-	PrefixDigest Digest
+	PrefixDigest checkpoint.Digest
 	// UpdatedAt is when the state last changed; zero for unknown keys.
 	UpdatedAt time.Time
 	// Body is AppendBody(nil, &state, 0); nil for unknown or deleted keys.
@@ -56,7 +58,7 @@ func (r *Record) appendJSON(b, body []byte, lagging bool) []byte {
 	}
 	prefix := r.PrefixDigest
 	if r.Cursor == 0 {
-		prefix = chainStart
+		prefix = checkpoint.ChainStart()
 	}
 	b = append(b, `{"user_id":`...)
 	b = appendSafeString(b, r.UserID)
@@ -108,7 +110,7 @@ func (r *Record) State() (State, error) {
 	s := NewState()
 	s.Version, s.Cursor, s.MessageCount, s.PrefixDigest = r.Version, r.Cursor, r.MessageCount, r.PrefixDigest
 	if r.Cursor == 0 {
-		s.PrefixDigest = chainStart
+		s.PrefixDigest = checkpoint.ChainStart()
 	}
 	if r.Body == nil {
 		return s, nil

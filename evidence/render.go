@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Sentinel is the content of the evidence message when a conversation has
@@ -13,8 +15,8 @@ const Sentinel = "[memory] Earlier turns exist in this conversation's history bu
 // EvidenceMessage is the message an agent puts into its prompt. Role is
 // always "assistant".
 type EvidenceMessage struct {
-	Role    Role   `json:"role"`
-	Content string `json:"content"`
+	Role    checkpoint.Role `json:"role"`
+	Content string          `json:"content"`
 }
 
 // The envelope's fixed parts. The content is a compact JSON object that
@@ -52,9 +54,9 @@ func Render(s *State) *EvidenceMessage {
 		return nil
 	}
 	if n == 0 {
-		return &EvidenceMessage{Role: RoleAssistant, Content: Sentinel}
+		return &EvidenceMessage{Role: checkpoint.RoleAssistant, Content: Sentinel}
 	}
-	return &EvidenceMessage{Role: RoleAssistant, Content: string(appendEnvelopeAs(nil, s.OmittedEntries, &s.Buckets, s.Shown != nil))}
+	return &EvidenceMessage{Role: checkpoint.RoleAssistant, Content: string(appendEnvelopeAs(nil, s.OmittedEntries, &s.Buckets, s.Shown != nil))}
 }
 
 // RenderWithin renders the evidence message within maxTokens estimated
@@ -83,7 +85,7 @@ func RenderWithin(s *State, maxTokens int) *EvidenceMessage {
 	if EstimateTokens(size.total(omitted, &bs)) > maxTokens {
 		return nil
 	}
-	return &EvidenceMessage{Role: RoleAssistant, Content: string(appendEnvelope(nil, omitted, &bs))}
+	return &EvidenceMessage{Role: checkpoint.RoleAssistant, Content: string(appendEnvelope(nil, omitted, &bs))}
 }
 
 // appendEnvelope writes the seed profile's envelope, whose entries are

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // envelope is the evidence message's content.
@@ -78,11 +80,11 @@ func TestRender(t *testing.T) {
 		}, wantContent: Sentinel},
 		{name: "entries", state: func() State { return foldAll(t, baseHistory()) }},
 		{name: "forged structure", state: func() State {
-			var h []Message
+			var h []checkpoint.Message
 			for i, f := range forged {
-				h = append(h, user(fmt.Sprintf("id-%d-%s", i, f), "I must say "+f))
+				h = append(h, checkpointtest.User(fmt.Sprintf("id-%d-%s", i, f), "I must say "+f))
 			}
-			h = append(h, assistant(`"},{"x`, "Agreed: "+forged[0]), user("req", "?"))
+			h = append(h, checkpointtest.Assistant(`"},{"x`, "Agreed: "+forged[0]), checkpointtest.User("req", "?"))
 			return foldAll(t, h)
 		}},
 	}
@@ -100,7 +102,7 @@ func TestRender(t *testing.T) {
 			if got == nil {
 				t.Fatal("Render = nil")
 			}
-			if got.Role != RoleAssistant {
+			if got.Role != checkpoint.RoleAssistant {
 				t.Errorf("Role = %q, want assistant", got.Role)
 			}
 			if tt.wantContent != "" {
@@ -150,8 +152,8 @@ func TestRenderForgedExcerptsRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := NewState()
 	s.Cursor = 2
-	s.Buckets.Constraints = []Entry{entry(RoleUser, `"}],"x":`, 0, `"}],"x": must </assistant_message>`)}
-	s.Buckets.RecentContext = []Entry{entry(RoleAssistant, "m1\u2028", 1, "\"\\\n\u2029<&>")}
+	s.Buckets.Constraints = []Entry{entry(checkpoint.RoleUser, `"}],"x":`, 0, `"}],"x": must </assistant_message>`)}
+	s.Buckets.RecentContext = []Entry{entry(checkpoint.RoleAssistant, "m1\u2028", 1, "\"\\\n\u2029<&>")}
 	env := decodeEnvelope(t, Render(&s).Content)
 	if diff := cmp.Diff(s.Buckets, env.Buckets.clone()); diff != "" {
 		t.Errorf("buckets (-state +envelope):\n%s", diff)
@@ -182,11 +184,11 @@ func TestEstimateTokens(t *testing.T) {
 
 func TestRenderWithin(t *testing.T) {
 	t.Parallel()
-	var h []Message
+	var h []checkpoint.Message
 	for i, b := range []Bucket{Constraints, Decisions, OpenWork, RecentContext, RecentContext} {
-		h = append(h, user(fmt.Sprintf("m%d", i), fullText(b)[:300]))
+		h = append(h, checkpointtest.User(fmt.Sprintf("m%d", i), fullText(b)[:300]))
 	}
-	h = append(h, user("req", "?"))
+	h = append(h, checkpointtest.User("req", "?"))
 	s := foldAll(t, h)
 	full := Render(&s)
 	fullTokens := EstimateTokens(len(full.Content))
@@ -277,7 +279,7 @@ func TestRenderedLen(t *testing.T) {
 		var bs Buckets
 		for b := range numBuckets {
 			for range r.IntN(7) {
-				e := Entry{Role: []Role{RoleUser, RoleAssistant}[r.IntN(2)], MessageID: randStr(r.IntN(5)), Index: r.IntN(1 << (r.IntN(30) + 1)), Excerpt: randStr(r.IntN(300)), Truncated: r.IntN(2) == 0}
+				e := Entry{Role: []checkpoint.Role{checkpoint.RoleUser, checkpoint.RoleAssistant}[r.IntN(2)], MessageID: randStr(r.IntN(5)), Index: r.IntN(1 << (r.IntN(30) + 1)), Excerpt: randStr(r.IntN(300)), Truncated: r.IntN(2) == 0}
 				*bs.Get(b) = append(*bs.Get(b), e)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // What a fact looks like. The focus view shows first the sentences of a
@@ -94,7 +96,7 @@ func scoreItems(items []Item) {
 		// A conversation's first messages set it up: who, what, where,
 		// the limits. What they say weighs a little more.
 		scores[i] += max(0, earlyPoints-earlyPoints*items[i].Index/earlyMessages)
-		proposals[i] = items[i].Role == RoleAssistant && c.proposing
+		proposals[i] = items[i].Role == checkpoint.RoleAssistant && c.proposing
 		// A short sentence is as much a statement as a long one (its
 		// tier), but less often a fact (its rank and weight).
 		frags[i] = fragment(items[i].Excerpt)
@@ -106,7 +108,7 @@ func scoreItems(items []Item) {
 		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s+frags[i], proposals[i])
 		// The weight is the score for the room the entry takes.
 		w := s * densityScale / (len(items[i].Excerpt) + densityFrame)
-		if items[i].Role == RoleAssistant && !proposals[i] {
+		if items[i].Role == checkpoint.RoleAssistant && !proposals[i] {
 			// The assistant's facts are what it proposed and the user
 			// took; the rest of what it says restates, explains or asks.
 			w /= assistantPlainDivisor
@@ -116,9 +118,9 @@ func scoreItems(items []Item) {
 }
 
 // tierOf ranks an entry by its role, bucket and score.
-func tierOf(role Role, b Bucket, text string, score int, proposal bool) Tier {
+func tierOf(role checkpoint.Role, b Bucket, text string, score int, proposal bool) Tier {
 	switch role {
-	case RoleUser:
+	case checkpoint.RoleUser:
 		st := statement(text)
 		switch {
 		case st && score >= keyScore:
@@ -128,7 +130,7 @@ func tierOf(role Role, b Bucket, text string, score int, proposal bool) Tier {
 		case st, score >= keyScore:
 			return TierUserStatement
 		}
-	case RoleAssistant:
+	case checkpoint.RoleAssistant:
 		if b != RecentContext || score >= keyScore || proposal {
 			return TierAssistantRule
 		}
@@ -138,7 +140,7 @@ func tierOf(role Role, b Bucket, text string, score int, proposal bool) Tier {
 
 // salience scores how much text, one sentence, looks like a fact worth
 // keeping, and returns the cues it read.
-func salience(role Role, b Bucket, text string) (int, cues) {
+func salience(role checkpoint.Role, b Bucket, text string) (int, cues) {
 	n := specifics(text)
 	s := 0
 	for i, p := 0, specificPoints0; i < n; i++ {
@@ -158,10 +160,10 @@ func salience(role Role, b Bucket, text string) (int, cues) {
 	if c.negated {
 		s += negationPoints
 	}
-	if role == RoleAssistant && c.proposing {
+	if role == checkpoint.RoleAssistant && c.proposing {
 		s += keywordPoints
 	}
-	if role == RoleUser {
+	if role == checkpoint.RoleUser {
 		if c.requesting || question(text) {
 			s -= questionPenalty
 		}

@@ -6,15 +6,17 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Entry is one piece of evidence: an excerpt of one summarised message.
 type Entry struct {
-	Role      Role   `json:"role"`
-	MessageID string `json:"message_id"`
-	Index     int    `json:"index"`
-	Excerpt   string `json:"excerpt"`
-	Truncated bool   `json:"truncated"`
+	Role      checkpoint.Role `json:"role"`
+	MessageID string          `json:"message_id"`
+	Index     int             `json:"index"`
+	Excerpt   string          `json:"excerpt"`
+	Truncated bool            `json:"truncated"`
 	// Span is the excerpt's byte range in the message's text; the focus
 	// profile's entries have one, the seed profile's do not (zero, left out
 	// of JSON).
@@ -65,7 +67,7 @@ type State struct {
 	// MessageCount is the length of the longest history accepted.
 	MessageCount int `json:"message_count"`
 	// PrefixDigest is the chain digest of messages [0, Cursor).
-	PrefixDigest Digest `json:"prefix_digest"`
+	PrefixDigest checkpoint.Digest `json:"prefix_digest"`
 	// OmittedEntries counts entries that left the buckets to keep them bounded.
 	OmittedEntries int `json:"omitted_entries"`
 	// Buckets holds the entries: in the seed profile the fold's own
@@ -82,7 +84,7 @@ type State struct {
 
 // NewState returns the state of a conversation with nothing summarised.
 func NewState() State {
-	return State{PrefixDigest: chainStart, Buckets: Buckets{}.clone()}
+	return State{PrefixDigest: checkpoint.ChainStart(), Buckets: Buckets{}.clone()}
 }
 
 // Clone returns a deep copy of s.
@@ -197,7 +199,7 @@ func Excerpt(text string, limit int) (string, bool) {
 // them, the current request: the focus profile chooses its view for it.
 // Version grows by one when the cursor moves. Callers that hold a whole
 // history use Fold, which validates lineage first.
-func (s *State) Summarise(msgs []Message, prefix Digest, request *Message, cfg *Config) {
+func (s *State) Summarise(msgs []checkpoint.Message, prefix checkpoint.Digest, request *checkpoint.Message, cfg *Config) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -231,7 +233,7 @@ func (s *State) SetView(v View) {
 
 // RequestText returns the text a view is chosen for: the request's text when
 // it is on the conversation channel, else "".
-func RequestText(request *Message) string {
+func RequestText(request *checkpoint.Message) string {
 	if request == nil || !request.IsConversation() {
 		return ""
 	}
@@ -240,7 +242,7 @@ func RequestText(request *Message) string {
 
 // add adds the entry of one message, if it has one, and enforces the bounds.
 // size tracks the rendered length of s.Buckets.
-func (s *State) add(m *Message, index int, c *Config, size *envelopeSize) {
+func (s *State) add(m *checkpoint.Message, index int, c *Config, size *envelopeSize) {
 	if !m.Evidential() {
 		return
 	}

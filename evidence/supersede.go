@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Corrections supersede. A later statement of the user about the same
@@ -115,7 +117,7 @@ func newCorrections(items []*Item) *corrections {
 				inScript[s]++
 			}
 		}
-		if it.Role == RoleUser && strings.ContainsAny(it.Excerpt, "0123456789") {
+		if it.Role == checkpoint.RoleUser && strings.ContainsAny(it.Excerpt, "0123456789") {
 			if c.byNum == nil {
 				c.byNum = make(map[string][]int)
 			}
@@ -140,7 +142,7 @@ func newCorrections(items []*Item) *corrections {
 		}
 	}
 	for i := range items {
-		if items[i].Role != RoleUser {
+		if items[i].Role != checkpoint.RoleUser {
 			continue // only the user's entries correct
 		}
 		for _, w := range c.infos[i].words {

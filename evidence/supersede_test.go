@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // TestCorrectionSupersedes checks that a correction takes the place of what
@@ -11,18 +14,18 @@ import (
 // statement that only shares a word with an earlier fact does not.
 func TestCorrectionSupersedes(t *testing.T) {
 	t.Parallel()
-	h := []Message{
-		user("m0", "For the shuttle we plan 8 buses at the peak."),
-		assistant("m1", "Noted."),
-		user("m2", "The venue on Harbour Road holds 120 people."),
-		assistant("m3", "Noted."),
-		user("m4", "The catering budget is 18,500 euros for all three days."),
-		assistant("m5", "Noted."),
-		user("m6", "Correction: we need 11 buses at the peak instead of 8."),
-		assistant("m7", "Updated."),
-		user("m8", "Harbour Road parking opens at 17:00."),
-		assistant("m9", "Noted."),
-		user("m10", "What is left to book?"),
+	h := []checkpoint.Message{
+		checkpointtest.User("m0", "For the shuttle we plan 8 buses at the peak."),
+		checkpointtest.Assistant("m1", "Noted."),
+		checkpointtest.User("m2", "The venue on Harbour Road holds 120 people."),
+		checkpointtest.Assistant("m3", "Noted."),
+		checkpointtest.User("m4", "The catering budget is 18,500 euros for all three days."),
+		checkpointtest.Assistant("m5", "Noted."),
+		checkpointtest.User("m6", "Correction: we need 11 buses at the peak instead of 8."),
+		checkpointtest.Assistant("m7", "Updated."),
+		checkpointtest.User("m8", "Harbour Road parking opens at 17:00."),
+		checkpointtest.Assistant("m9", "Noted."),
+		checkpointtest.User("m10", "What is left to book?"),
 	}
 	s, _, err := Fold(NewState(), h, nil)
 	if err != nil {
@@ -82,9 +85,9 @@ func TestCorrectionRules(t *testing.T) {
 		{"a later line of the same message with a cue", "We book 8 rooms for the team.", "Correction: we book 11 rooms for the team instead of 8.", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msgs := []Message{user("m0", tc.older), user("m1", tc.newer)}
+			msgs := []checkpoint.Message{checkpointtest.User("m0", tc.older), checkpointtest.User("m1", tc.newer)}
 			if strings.Contains(tc.name, "same message") {
-				msgs = []Message{user("m0", tc.older+"\n"+tc.newer)}
+				msgs = []checkpoint.Message{checkpointtest.User("m0", tc.older+"\n"+tc.newer)}
 			}
 			items := ExtractItems(msgs, 0, nil)
 			if len(items) != 2 {
@@ -107,15 +110,15 @@ func TestCorrectionRules(t *testing.T) {
 // stand by other numbers are two facts.
 func TestCorrectionRareInItsScript(t *testing.T) {
 	t.Parallel()
-	msgs := []Message{user("m0", "एक कमरे में 40 से ज़्यादा कुर्सियाँ नहीं आएंगी।")}
+	msgs := []checkpoint.Message{checkpointtest.User("m0", "एक कमरे में 40 से ज़्यादा कुर्सियाँ नहीं आएंगी।")}
 	for i, text := range []string{"हम दिल्ली की ट्रेन लेंगे और शाम तक पहुँचेंगे।", "बजट से ज़्यादा खर्च नहीं करना है।",
 		"मौसम की चिंता कम है।", "खाना घर पर बनता है।"} {
-		msgs = append(msgs, user(fmt.Sprintf("h%d", i), text))
+		msgs = append(msgs, checkpointtest.User(fmt.Sprintf("h%d", i), text))
 	}
 	for i := range 160 {
-		msgs = append(msgs, user(fmt.Sprintf("e%d", i), fmt.Sprintf("Checklist item %d is done and signed off.", i)))
+		msgs = append(msgs, checkpointtest.User(fmt.Sprintf("e%d", i), fmt.Sprintf("Checklist item %d is done and signed off.", i)))
 	}
-	msgs = append(msgs, user("last", "कल 90 से ज़्यादा मेहमान आए।"))
+	msgs = append(msgs, checkpointtest.User("last", "कल 90 से ज़्यादा मेहमान आए।"))
 	items := ExtractItems(msgs, 0, nil)
 	c := newCorrections(pointers(items))
 	if by := c.by(&items[0]); by != nil {

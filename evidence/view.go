@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Query is what a focus view is chosen for: the search terms of the request
@@ -364,5 +366,5 @@ func RenderView(shown []Shown, omitted, maxTokens int) *EvidenceMessage {
 			return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Span[0], y.Span[0]))
 		})
 	}
-	return &EvidenceMessage{Role: RoleAssistant, Content: string(appendEnvelopeAs(nil, total-n, &bs, true))}
+	return &EvidenceMessage{Role: checkpoint.RoleAssistant, Content: string(appendEnvelopeAs(nil, total-n, &bs, true))}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/apiclient"
 )
 
@@ -170,13 +170,13 @@ func TestErasure(t *testing.T) {
 	bad := func(tag string, cv *conversation) []event {
 		id := func(s string) string { return fmt.Sprintf("%s-%s-%s", tag, cv.Conv, s) }
 		return []event{
-			{ID: id("invalid"), Data: raw(map[string]any{"schema": evidence.Schema, "event_id": id("invalid"), "user_id": cv.User, "conversation_id": cv.Conv,
+			{ID: id("invalid"), Data: raw(map[string]any{"schema": checkpoint.Schema, "event_id": id("invalid"), "user_id": cv.User, "conversation_id": cv.Conv,
 				"messages": []any{map[string]any{"role": "wizard", "content": marker}}})},
 			{ID: id("schema"), Data: raw(map[string]any{"schema": "recall.checkpoint.v9", "event_id": id("schema"), "user_id": cv.User, "conversation_id": cv.Conv,
 				"messages": []any{map[string]any{"role": "user", "content": marker}}})},
-			{ID: id("large"), Data: raw(map[string]any{"schema": evidence.Schema, "event_id": id("large"), "user_id": cv.User, "conversation_id": cv.Conv,
+			{ID: id("large"), Data: raw(map[string]any{"schema": checkpoint.Schema, "event_id": id("large"), "user_id": cv.User, "conversation_id": cv.Conv,
 				"messages": []any{map[string]any{"role": "user", "content": marker + strings.Repeat(" "+marker, 300<<10/(len(marker)+1))}}})},
-			{ID: id("gap"), Data: raw(map[string]any{"schema": evidence.Schema, "event_id": id("gap"), "user_id": cv.User, "conversation_id": cv.Conv,
+			{ID: id("gap"), Data: raw(map[string]any{"schema": checkpoint.Schema, "event_id": id("gap"), "user_id": cv.User, "conversation_id": cv.Conv,
 				"offset": 500, "prefix_digest": strings.Repeat("ab", 32), "messages": []any{map[string]any{"role": "user", "content": marker}}})},
 		}
 	}
@@ -223,7 +223,7 @@ func TestErasure(t *testing.T) {
 			}
 		} else {
 			id := "delete-" + cv.Conv
-			if _, err := c.pub.publish(ctx, id, raw(map[string]any{"schema": evidence.Schema, "kind": "delete", "event_id": id,
+			if _, err := c.pub.publish(ctx, id, raw(map[string]any{"schema": checkpoint.Schema, "kind": "delete", "event_id": id,
 				"user_id": cv.User, "conversation_id": cv.Conv})); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // poison is one bad (or merely extreme) event and what recall must do
@@ -17,11 +17,11 @@ import (
 type poison struct {
 	name string
 	data []byte
-	want evidence.Reason
+	want checkpoint.Reason
 }
 
 func ev(fields map[string]any) []byte {
-	base := map[string]any{"schema": evidence.Schema, "event_id": "x", "user_id": "poison", "conversation_id": "p",
+	base := map[string]any{"schema": checkpoint.Schema, "event_id": "x", "user_id": "poison", "conversation_id": "p",
 		"messages": []any{map[string]any{"id": "m0", "role": "user", "content": "hello " + Marker}}}
 	for k, v := range fields {
 		if v == nil {
@@ -46,28 +46,28 @@ func poisonCorpus(n int) []poison {
 	}
 	nested := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
 	return []poison{
-		{"not JSON", []byte(`{"schema": "recall.checkpoint.v1", "event_id": "` + Marker), evidence.ReasonMalformed},
-		{"empty payload", []byte{}, evidence.ReasonMalformed},
-		{"invalid UTF-8", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u\xff","conversation_id":"c","messages":[{"role":"user","content":"` + Marker + "\xfe\"}]}"), evidence.ReasonMalformed},
-		{"nesting 100,000 deep", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[{"role":"user","content":"` + Marker + `","artifact":` + nested + `}]}`), evidence.ReasonMalformed},
-		{"20 MB string", ev(map[string]any{"event_id": id("huge"), "messages": []any{map[string]any{"role": "user", "content": strings.Repeat(Marker, 20<<20/len(Marker))}}}), evidence.ReasonTooLarge},
-		{"100,000 messages", ev(map[string]any{"event_id": id("many"), "messages": msgs(100_000)}), evidence.ReasonTooLarge},
-		{"a JSON array", []byte(`[{"role":"user","content":"` + Marker + `"}]`), evidence.ReasonInvalid},
-		{"user_id a number", ev(map[string]any{"event_id": id("uid-num"), "user_id": 42}), evidence.ReasonInvalid},
-		{"offset a string", ev(map[string]any{"event_id": id("off-str"), "offset": "0"}), evidence.ReasonInvalid},
-		{"messages an object", ev(map[string]any{"event_id": id("msgs-obj"), "messages": map[string]any{"role": "user", "content": Marker}}), evidence.ReasonInvalid},
-		{"content a number", ev(map[string]any{"event_id": id("content-num"), "messages": []any{map[string]any{"role": "user", "content": 42, "id": Marker}}}), evidence.ReasonInvalid},
-		{"role unknown", ev(map[string]any{"event_id": id("role"), "messages": []any{map[string]any{"role": Marker, "content": Marker}}}), evidence.ReasonInvalid},
-		{"kind unknown", ev(map[string]any{"event_id": id("kind"), "kind": "append"}), evidence.ReasonInvalid},
-		{"delete with messages", ev(map[string]any{"event_id": id("del-msgs"), "kind": "delete"}), evidence.ReasonInvalid},
-		{"user_id with NUL", ev(map[string]any{"event_id": id("nul"), "user_id": "u\x00" + Marker}), evidence.ReasonInvalid},
-		{"conversation_id of 10 KB", ev(map[string]any{"event_id": id("long-cid"), "conversation_id": strings.Repeat("c", 10<<10)}), evidence.ReasonInvalid},
-		{"event_id of 10 KB", ev(map[string]any{"event_id": strings.Repeat(Marker, 10<<10/len(Marker))}), evidence.ReasonInvalid},
-		{"no event_id", ev(map[string]any{"event_id": nil}), evidence.ReasonInvalid},
-		{"no schema", ev(map[string]any{"event_id": id("no-schema"), "schema": nil}), evidence.ReasonInvalid},
-		{"unsupported schema", ev(map[string]any{"event_id": id("schema-v2"), "schema": "recall.checkpoint.v2"}), evidence.ReasonUnsupportedSchema},
-		{"offset without prefix_digest", ev(map[string]any{"event_id": id("no-digest"), "offset": 3}), evidence.ReasonInvalid},
-		{"prefix_digest not hex", ev(map[string]any{"event_id": id("bad-digest"), "offset": 3, "prefix_digest": Marker}), evidence.ReasonInvalid},
+		{"not JSON", []byte(`{"schema": "recall.checkpoint.v1", "event_id": "` + Marker), checkpoint.ReasonMalformed},
+		{"empty payload", []byte{}, checkpoint.ReasonMalformed},
+		{"invalid UTF-8", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u\xff","conversation_id":"c","messages":[{"role":"user","content":"` + Marker + "\xfe\"}]}"), checkpoint.ReasonMalformed},
+		{"nesting 100,000 deep", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[{"role":"user","content":"` + Marker + `","artifact":` + nested + `}]}`), checkpoint.ReasonMalformed},
+		{"20 MB string", ev(map[string]any{"event_id": id("huge"), "messages": []any{map[string]any{"role": "user", "content": strings.Repeat(Marker, 20<<20/len(Marker))}}}), checkpoint.ReasonTooLarge},
+		{"100,000 messages", ev(map[string]any{"event_id": id("many"), "messages": msgs(100_000)}), checkpoint.ReasonTooLarge},
+		{"a JSON array", []byte(`[{"role":"user","content":"` + Marker + `"}]`), checkpoint.ReasonInvalid},
+		{"user_id a number", ev(map[string]any{"event_id": id("uid-num"), "user_id": 42}), checkpoint.ReasonInvalid},
+		{"offset a string", ev(map[string]any{"event_id": id("off-str"), "offset": "0"}), checkpoint.ReasonInvalid},
+		{"messages an object", ev(map[string]any{"event_id": id("msgs-obj"), "messages": map[string]any{"role": "user", "content": Marker}}), checkpoint.ReasonInvalid},
+		{"content a number", ev(map[string]any{"event_id": id("content-num"), "messages": []any{map[string]any{"role": "user", "content": 42, "id": Marker}}}), checkpoint.ReasonInvalid},
+		{"role unknown", ev(map[string]any{"event_id": id("role"), "messages": []any{map[string]any{"role": Marker, "content": Marker}}}), checkpoint.ReasonInvalid},
+		{"kind unknown", ev(map[string]any{"event_id": id("kind"), "kind": "append"}), checkpoint.ReasonInvalid},
+		{"delete with messages", ev(map[string]any{"event_id": id("del-msgs"), "kind": "delete"}), checkpoint.ReasonInvalid},
+		{"user_id with NUL", ev(map[string]any{"event_id": id("nul"), "user_id": "u\x00" + Marker}), checkpoint.ReasonInvalid},
+		{"conversation_id of 10 KB", ev(map[string]any{"event_id": id("long-cid"), "conversation_id": strings.Repeat("c", 10<<10)}), checkpoint.ReasonInvalid},
+		{"event_id of 10 KB", ev(map[string]any{"event_id": strings.Repeat(Marker, 10<<10/len(Marker))}), checkpoint.ReasonInvalid},
+		{"no event_id", ev(map[string]any{"event_id": nil}), checkpoint.ReasonInvalid},
+		{"no schema", ev(map[string]any{"event_id": id("no-schema"), "schema": nil}), checkpoint.ReasonInvalid},
+		{"unsupported schema", ev(map[string]any{"event_id": id("schema-v2"), "schema": "recall.checkpoint.v2"}), checkpoint.ReasonUnsupportedSchema},
+		{"offset without prefix_digest", ev(map[string]any{"event_id": id("no-digest"), "offset": 3}), checkpoint.ReasonInvalid},
+		{"prefix_digest not hex", ev(map[string]any{"event_id": id("bad-digest"), "offset": 3, "prefix_digest": Marker}), checkpoint.ReasonInvalid},
 	}
 }
 
@@ -149,7 +149,7 @@ func TestPoisonAndFlood(t *testing.T) {
 	ghost := func(i int) poison {
 		key := fmt.Sprintf("ghost-%d", i)
 		tombstones = append(tombstones, key)
-		return poison{"delete of an unknown key", raw(map[string]any{"schema": evidence.Schema, "kind": "delete", "event_id": key,
+		return poison{"delete of an unknown key", raw(map[string]any{"schema": checkpoint.Schema, "kind": "delete", "event_id": key,
 			"user_id": "poison", "conversation_id": key}), ""}
 	}
 	publishMixed(0, []poison{ghost(0), ghost(1)})
@@ -169,11 +169,11 @@ func TestPoisonAndFlood(t *testing.T) {
 	other := newConversation(rand.New(rand.NewPCG(99, 99)), "poison", "pm", 4)
 	var off, digest = 3, strings.Repeat("ab", 32)
 	publishMixed(1, []poison{
-		{"prefix_mismatch", snapshotEvent("pm-other", pm.User, pm.Conv, other.History[:other.Snapshots[3]]), evidence.ReasonPrefixMismatch},
-		{"gap", raw(map[string]any{"schema": evidence.Schema, "event_id": "pm-gap", "user_id": pm.User, "conversation_id": pm.Conv,
-			"offset": off + 500, "prefix_digest": digest, "messages": []any{map[string]any{"role": "user", "content": Marker}}}), evidence.ReasonGap},
-		{"snapshot of a deleted key", snapshotEvent("ghost-0-again", "poison", "ghost-0", pm.History[:1]), evidence.ReasonDeleted},
-		{"snapshot of a deleted key", snapshotEvent("ghost-1-again", "poison", "ghost-1", pm.History[:2]), evidence.ReasonDeleted},
+		{"prefix_mismatch", snapshotEvent("pm-other", pm.User, pm.Conv, other.History[:other.Snapshots[3]]), checkpoint.ReasonPrefixMismatch},
+		{"gap", raw(map[string]any{"schema": checkpoint.Schema, "event_id": "pm-gap", "user_id": pm.User, "conversation_id": pm.Conv,
+			"offset": off + 500, "prefix_digest": digest, "messages": []any{map[string]any{"role": "user", "content": Marker}}}), checkpoint.ReasonGap},
+		{"snapshot of a deleted key", snapshotEvent("ghost-0-again", "poison", "ghost-0", pm.History[:1]), checkpoint.ReasonDeleted},
+		{"snapshot of a deleted key", snapshotEvent("ghost-1-again", "poison", "ghost-1", pm.History[:2]), checkpoint.ReasonDeleted},
 		ghost(2),
 	})
 	drained, ok := waitStreamDone(t, c.js, 2*time.Minute)

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -149,7 +150,7 @@ func newConversation(rng *rand.Rand, user, conv string, turns int) *conversation
 func (c *conversation) oracle(t testing.TB) evidence.State {
 	t.Helper()
 	longest := slices.Max(c.Snapshots)
-	msgs, err := evidence.DecodeMessages(raw(c.History[:longest]))
+	msgs, err := checkpoint.DecodeMessages(raw(c.History[:longest]))
 	if err != nil {
 		t.Fatalf("%s: %v", c.Conv, err)
 	}
@@ -163,7 +164,7 @@ func (c *conversation) oracle(t testing.TB) evidence.State {
 // snapshotEvent encodes a snapshot event of msgs.
 func snapshotEvent(id, user, conv string, msgs []json.RawMessage) []byte {
 	return raw(map[string]any{
-		"schema": evidence.Schema, "kind": "snapshot", "event_id": id,
+		"schema": checkpoint.Schema, "kind": "snapshot", "event_id": id,
 		"user_id": user, "conversation_id": conv, "offset": 0, "prefix_digest": nil,
 		"messages": msgs,
 	})

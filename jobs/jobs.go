@@ -18,7 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/store"
 )
@@ -60,7 +60,7 @@ func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[store.ExtractAr
 	}
 	if w.metrics != nil {
 		w.metrics.Extractions.WithLabelValues(res.Outcome.String()).Inc()
-		if res.Outcome == evidence.Applied {
+		if res.Outcome == checkpoint.Applied {
 			w.metrics.SummarisedMessages.Add(float64(res.Summarised))
 			if !res.PublishedAt.IsZero() {
 				w.metrics.StateLagSeconds.Observe(time.Since(res.PublishedAt).Seconds())

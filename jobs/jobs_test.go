@@ -13,7 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
@@ -48,7 +48,7 @@ func setup(t *testing.T) (*pgxpool.Pool, *store.Store, *river.Client[pgx.Tx]) {
 	return pool, st, rc
 }
 
-func event(t *testing.T, msgs ...string) *evidence.Event {
+func event(t *testing.T, msgs ...string) *checkpoint.Event {
 	t.Helper()
 	var raw []json.RawMessage
 	for i, text := range msgs {
@@ -59,8 +59,8 @@ func event(t *testing.T, msgs ...string) *evidence.Event {
 		b, _ := json.Marshal(map[string]string{"role": role, "content": text})
 		raw = append(raw, b)
 	}
-	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": "e", "user_id": "u", "conversation_id": "c", "messages": raw})
-	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	b, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "event_id": "e", "user_id": "u", "conversation_id": "c", "messages": raw})
+	ev, err := checkpoint.ParseEvent(b, checkpoint.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestPruneJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if err := st.Reject(t.Context(), store.Rejection{Reason: evidence.ReasonMalformed, Detail: "x", Stream: "S", StreamSeq: uint64(i + 1)}); err != nil {
+		if err := st.Reject(t.Context(), store.Rejection{Reason: checkpoint.ReasonMalformed, Detail: "x", Stream: "S", StreamSeq: uint64(i + 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}

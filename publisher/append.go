@@ -7,7 +7,7 @@ import (
 	"hash"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // conversationKey is what recall keys a conversation by.
@@ -20,7 +20,7 @@ type conversationKey struct {
 // JSON bytes fingerprint to raw.
 type sentState struct {
 	n     int
-	chain evidence.Digest
+	chain checkpoint.Digest
 	raw   [sha256.Size]byte
 }
 
@@ -36,7 +36,7 @@ func (p *Publisher) appendEvent(key conversationKey, history []json.RawMessage) 
 	p.mu.Unlock()
 
 	fp := sha256.New()
-	offset, chain := 0, evidence.ChainStart()
+	offset, chain := 0, checkpoint.ChainStart()
 	if ok && prev.n <= len(history) {
 		writeRaw(fp, history[:prev.n])
 		var sum [sha256.Size]byte
@@ -60,7 +60,7 @@ func (p *Publisher) appendEvent(key conversationKey, history []json.RawMessage) 
 	fp.Sum(next.raw[:0])
 
 	ev := &Event{
-		Kind:           evidence.KindSnapshot,
+		Kind:           checkpoint.KindSnapshot,
 		UserID:         key.user,
 		ConversationID: key.conversation,
 		Offset:         offset,
@@ -86,21 +86,21 @@ func writeRaw(h hash.Hash, raws []json.RawMessage) {
 // sameChain reports whether raws decode to messages whose chain digest is
 // want: the same messages as far as recall is concerned, however they are
 // serialised.
-func sameChain(raws []json.RawMessage, want evidence.Digest) bool {
+func sameChain(raws []json.RawMessage, want checkpoint.Digest) bool {
 	msgs, err := decodeAll(raws, 0)
 	if err != nil {
 		return false
 	}
-	got, err := chainOver(evidence.ChainStart(), msgs, 0)
+	got, err := chainOver(checkpoint.ChainStart(), msgs, 0)
 	return err == nil && got == want
 }
 
 // chainOver extends c over msgs, which sit at history index offset.
-func chainOver(c evidence.Digest, msgs []evidence.Message, offset int) (evidence.Digest, error) {
+func chainOver(c checkpoint.Digest, msgs []checkpoint.Message, offset int) (checkpoint.Digest, error) {
 	for i := range msgs {
 		m, err := msgs[i].Digest()
 		if err != nil {
-			return evidence.Digest{}, indexed(err, offset+i)
+			return checkpoint.Digest{}, indexed(err, offset+i)
 		}
 		c = c.Next(m)
 	}

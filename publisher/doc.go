@@ -26,8 +26,8 @@
 //     (see [WithAttempts]), so JetStream's duplicate window stores it once.
 //   - Valid events: user and conversation ids are checked as recall checks
 //     them, and every message is decoded with the same code recall's workers
-//     use ([evidence.DecodeMessage]) before anything is sent; an invalid
-//     history returns an error wrapping *[evidence.DecodeError] and publishes
+//     use ([checkpoint.DecodeMessage]) before anything is sent; an invalid
+//     history returns an error wrapping *[checkpoint.DecodeError] and publishes
 //     nothing. Digests are computed by the evidence package, the code of the
 //     fold itself, so they agree with recall by construction.
 //

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Message is one message in recall's flat form, for callers that do not
@@ -58,7 +58,7 @@ func MarshalMessages(msgs []Message) ([]json.RawMessage, error) {
 // one with [NewSnapshot], [NewAppend] or [NewDelete], or fill it in yourself
 // and send it with [Publisher.PublishEvent].
 type Event struct {
-	// Kind is evidence.KindSnapshot or evidence.KindDelete.
+	// Kind is checkpoint.KindSnapshot or checkpoint.KindDelete.
 	Kind string
 	// EventID is sent as event_id and as Nats-Msg-Id; PublishEvent fills
 	// it from the event id generator when empty.
@@ -70,7 +70,7 @@ type Event struct {
 	Offset int
 	// PrefixDigest is the chain digest of the history's [0, Offset); it
 	// must be set when Offset > 0 and is sent as null when nil.
-	PrefixDigest *evidence.Digest
+	PrefixDigest *checkpoint.Digest
 	// Messages are the messages from Offset on, as raw JSON in any of the
 	// three forms. A delete event has none.
 	Messages []json.RawMessage
@@ -79,20 +79,20 @@ type Event struct {
 // wireEvent is the JSON of an event. Messages is omitted only when nil, so
 // that a snapshot of an empty history still carries "messages": [].
 type wireEvent struct {
-	Schema         string            `json:"schema"`
-	Kind           string            `json:"kind"`
-	EventID        string            `json:"event_id"`
-	UserID         string            `json:"user_id"`
-	ConversationID string            `json:"conversation_id"`
-	Offset         int               `json:"offset"`
-	PrefixDigest   *evidence.Digest  `json:"prefix_digest"`
-	Messages       []json.RawMessage `json:"messages,omitzero"`
+	Schema         string             `json:"schema"`
+	Kind           string             `json:"kind"`
+	EventID        string             `json:"event_id"`
+	UserID         string             `json:"user_id"`
+	ConversationID string             `json:"conversation_id"`
+	Offset         int                `json:"offset"`
+	PrefixDigest   *checkpoint.Digest `json:"prefix_digest"`
+	Messages       []json.RawMessage  `json:"messages,omitzero"`
 }
 
 // MarshalJSON encodes the event as recall.checkpoint.v1 JSON.
 func (e *Event) MarshalJSON() ([]byte, error) {
 	w := wireEvent{
-		Schema:         evidence.Schema,
+		Schema:         checkpoint.Schema,
 		Kind:           e.Kind,
 		EventID:        e.EventID,
 		UserID:         e.UserID,
@@ -102,9 +102,9 @@ func (e *Event) MarshalJSON() ([]byte, error) {
 		Messages:       e.Messages,
 	}
 	if w.Kind == "" {
-		w.Kind = evidence.KindSnapshot
+		w.Kind = checkpoint.KindSnapshot
 	}
-	if w.Kind == evidence.KindSnapshot && w.Messages == nil {
+	if w.Kind == checkpoint.KindSnapshot && w.Messages == nil {
 		w.Messages = []json.RawMessage{}
 	}
 	return marshal(&w)
@@ -124,7 +124,7 @@ func marshal(v any) ([]byte, error) {
 
 // NewSnapshot returns a snapshot event carrying the whole history. It checks
 // the ids and decodes every message as recall will; an error wraps
-// *evidence.DecodeError for a message that recall would reject.
+// *checkpoint.DecodeError for a message that recall would reject.
 func NewSnapshot(userID, conversationID string, history []json.RawMessage) (*Event, error) {
 	if err := validateKey(userID, conversationID); err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func NewSnapshot(userID, conversationID string, history []json.RawMessage) (*Eve
 		return nil, err
 	}
 	return &Event{
-		Kind:           evidence.KindSnapshot,
+		Kind:           checkpoint.KindSnapshot,
 		UserID:         userID,
 		ConversationID: conversationID,
 		Messages:       nonNil(history),
@@ -155,14 +155,14 @@ func NewAppend(userID, conversationID string, history []json.RawMessage, k int) 
 		return nil, err
 	}
 	ev := &Event{
-		Kind:           evidence.KindSnapshot,
+		Kind:           checkpoint.KindSnapshot,
 		UserID:         userID,
 		ConversationID: conversationID,
 		Offset:         k,
 		Messages:       nonNil(history[k:]),
 	}
 	if k > 0 {
-		d, err := evidence.PrefixDigest(msgs, k)
+		d, err := checkpoint.PrefixDigest(msgs, k)
 		if err != nil {
 			return nil, fmt.Errorf("publisher: %w", err)
 		}
@@ -177,26 +177,26 @@ func NewDelete(userID, conversationID string) (*Event, error) {
 	if err := validateKey(userID, conversationID); err != nil {
 		return nil, err
 	}
-	return &Event{Kind: evidence.KindDelete, UserID: userID, ConversationID: conversationID}, nil
+	return &Event{Kind: checkpoint.KindDelete, UserID: userID, ConversationID: conversationID}, nil
 }
 
 func validateKey(userID, conversationID string) error {
-	if err := evidence.ValidateKey("user_id", userID); err != nil {
+	if err := checkpoint.ValidateKey("user_id", userID); err != nil {
 		return fmt.Errorf("publisher: %w", err)
 	}
-	if err := evidence.ValidateKey("conversation_id", conversationID); err != nil {
+	if err := checkpoint.ValidateKey("conversation_id", conversationID); err != nil {
 		return fmt.Errorf("publisher: %w", err)
 	}
 	return nil
 }
 
 // decodeAll decodes raws, which sit at history index offset. Errors wrap
-// *evidence.DecodeError with the message's history index; they name fields,
+// *checkpoint.DecodeError with the message's history index; they name fields,
 // never text.
-func decodeAll(raws []json.RawMessage, offset int) ([]evidence.Message, error) {
-	msgs := make([]evidence.Message, len(raws))
+func decodeAll(raws []json.RawMessage, offset int) ([]checkpoint.Message, error) {
+	msgs := make([]checkpoint.Message, len(raws))
 	for i, raw := range raws {
-		m, err := evidence.DecodeMessage(raw)
+		m, err := checkpoint.DecodeMessage(raw)
 		if err != nil {
 			return nil, indexed(err, offset+i)
 		}
@@ -207,7 +207,7 @@ func decodeAll(raws []json.RawMessage, offset int) ([]evidence.Message, error) {
 
 // indexed sets the history index on a decode error.
 func indexed(err error, index int) error {
-	if de, ok := err.(*evidence.DecodeError); ok {
+	if de, ok := err.(*checkpoint.DecodeError); ok {
 		cp := *de
 		cp.Index = index
 		return fmt.Errorf("publisher: %w", &cp)

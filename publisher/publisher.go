@@ -16,11 +16,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // DefaultSubject is the subject recall's workers consume.
-const DefaultSubject = "recall.checkpoints"
+const DefaultSubject = checkpoint.Subject
 
 // DefaultMaxConversations bounds the conversations append mode remembers.
 const DefaultMaxConversations = 10_000
@@ -176,8 +176,8 @@ func (p *Publisher) Subject() string { return p.subject }
 type Ack struct {
 	// EventID is the event's id, also its Nats-Msg-Id.
 	EventID string
-	// Kind is evidence.KindSnapshot (snapshots and appends) or
-	// evidence.KindDelete.
+	// Kind is checkpoint.KindSnapshot (snapshots and appends) or
+	// checkpoint.KindDelete.
 	Kind string
 	// Offset is the history index of the first message sent: 0 for a full
 	// snapshot, k > 0 for an append.
@@ -203,7 +203,7 @@ func (a *Ack) End() int { return a.Offset + a.Sent }
 // only the new ones when it can (see the package documentation).
 //
 // Publish checks the ids and decodes the new messages before sending; an
-// error for a message wraps *evidence.DecodeError and nothing is sent.
+// error for a message wraps *checkpoint.DecodeError and nothing is sent.
 func (p *Publisher) Publish(ctx context.Context, userID, conversationID string, history []json.RawMessage) (*Ack, error) {
 	if err := validateKey(userID, conversationID); err != nil {
 		return nil, err
@@ -285,7 +285,7 @@ func (p *Publisher) publish(ctx context.Context, ev *Event) (ack *Ack, err error
 		out.EventID = p.newID()
 	}
 	if out.Kind == "" {
-		out.Kind = evidence.KindSnapshot
+		out.Kind = checkpoint.KindSnapshot
 	}
 	if out.EventID == "" || len(out.EventID) > 1024 {
 		return nil, fmt.Errorf("publisher: event id must be 1 to 1,024 bytes, not %d", len(out.EventID))

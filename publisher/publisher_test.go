@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/publisher"
 	"github.com/recallhq/recall/testutil/natstest"
 )
@@ -62,11 +62,11 @@ func newPublisher(t *testing.T, js jetstream.JetStream, opts ...publisher.Option
 type published struct {
 	msgID string
 	data  []byte
-	event *evidence.Event
+	event *checkpoint.Event
 }
 
 // fetch reads every event in the stream with a consumer, checks that each
-// one passes evidence.ParseEvent and that its Nats-Msg-Id is its event_id.
+// one passes checkpoint.ParseEvent and that its Nats-Msg-Id is its event_id.
 func (b *testBundle) fetch(t *testing.T) []published {
 	t.Helper()
 	info, err := b.stream.Info(t.Context())
@@ -87,7 +87,7 @@ func (b *testBundle) fetch(t *testing.T) []published {
 	}
 	var out []published
 	for msg := range batch.Messages() {
-		ev, err := evidence.ParseEvent(msg.Data(), evidence.Limits{})
+		ev, err := checkpoint.ParseEvent(msg.Data(), checkpoint.Limits{})
 		if err != nil {
 			t.Fatalf("event %d does not pass evidence.ParseEvent: %v\n%s", len(out), err, msg.Data())
 		}
@@ -124,22 +124,22 @@ func testHistory() []json.RawMessage {
 	}
 }
 
-func decode(t *testing.T, raws []json.RawMessage) []evidence.Message {
+func decode(t *testing.T, raws []json.RawMessage) []checkpoint.Message {
 	t.Helper()
 	b, err := json.Marshal(raws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := evidence.DecodeMessages(b)
+	msgs, err := checkpoint.DecodeMessages(b)
 	if err != nil {
 		t.Fatalf("decode history: %v", err)
 	}
 	return msgs
 }
 
-func prefixDigest(t *testing.T, raws []json.RawMessage, k int) evidence.Digest {
+func prefixDigest(t *testing.T, raws []json.RawMessage, k int) checkpoint.Digest {
 	t.Helper()
-	d, err := evidence.PrefixDigest(decode(t, raws), k)
+	d, err := checkpoint.PrefixDigest(decode(t, raws), k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestPublishSnapshot(t *testing.T) {
 		if ev.event.EventID != ack.EventID || len(ack.EventID) != 32 {
 			t.Errorf("event %d: event_id %q, ack %q", i, ev.event.EventID, ack.EventID)
 		}
-		if ev.event.Kind != evidence.KindSnapshot || ev.event.Offset != 0 || len(ev.event.Messages) != len(hist) {
+		if ev.event.Kind != checkpoint.KindSnapshot || ev.event.Offset != 0 || len(ev.event.Messages) != len(hist) {
 			t.Errorf("event %d: kind %s, offset %d, %d messages; want a snapshot of %d", i, ev.event.Kind, ev.event.Offset, len(ev.event.Messages), len(hist))
 		}
 		if ack.Offset != 0 || ack.Sent != len(hist) || ack.End() != len(hist) {
@@ -186,15 +186,15 @@ func TestPublishSnapshot(t *testing.T) {
 // contract describes: an append extends the history when its prefix digest
 // matches.
 type replica struct {
-	digests []evidence.Digest
+	digests []checkpoint.Digest
 }
 
-func (r *replica) apply(t *testing.T, ev *evidence.Event) {
+func (r *replica) apply(t *testing.T, ev *checkpoint.Event) {
 	t.Helper()
 	if ev.Offset > len(r.digests) {
 		t.Fatalf("gap: event at offset %d, replica holds %d messages", ev.Offset, len(r.digests))
 	}
-	if d := chainDigests(evidence.ChainStart(), r.digests[:ev.Offset]); d != ev.PrefixDigest {
+	if d := chainDigests(checkpoint.ChainStart(), r.digests[:ev.Offset]); d != ev.PrefixDigest {
 		t.Fatalf("prefix_mismatch at offset %d", ev.Offset)
 	}
 	r.digests = append(r.digests[:ev.Offset:ev.Offset], ev.Digests...)
@@ -259,7 +259,7 @@ func TestPublishAppend(t *testing.T) {
 		}
 		r.apply(t, ev)
 		// What recall holds after the event is the caller's history.
-		if gotD, wantD := chainDigests(evidence.ChainStart(), r.digests), prefixDigest(t, st.history, len(st.history)); gotD != wantD || len(r.digests) != len(st.history) {
+		if gotD, wantD := chainDigests(checkpoint.ChainStart(), r.digests), prefixDigest(t, st.history, len(st.history)); gotD != wantD || len(r.digests) != len(st.history) {
 			t.Errorf("event %d (%s): replica holds %d messages that differ from the history", i, st.name, len(r.digests))
 		}
 	}
@@ -267,7 +267,7 @@ func TestPublishAppend(t *testing.T) {
 
 // chainDigests extends c over message digests, as recall does with the
 // digests ParseEvent computed.
-func chainDigests(c evidence.Digest, digests []evidence.Digest) evidence.Digest {
+func chainDigests(c checkpoint.Digest, digests []checkpoint.Digest) checkpoint.Digest {
 	for _, d := range digests {
 		c = c.Next(d)
 	}
@@ -318,7 +318,7 @@ func TestAppendMemory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if ack.Kind != evidence.KindDelete || ack.Sent != 0 {
+	if ack.Kind != checkpoint.KindDelete || ack.Sent != 0 {
 		t.Errorf("delete ack %+v", ack)
 	}
 	if got := publish("v", "a", 6); got != 0 {
@@ -328,7 +328,7 @@ func TestAppendMemory(t *testing.T) {
 	events := b.fetch(t)
 	var deletes int
 	for _, ev := range events {
-		if ev.event.Kind == evidence.KindDelete {
+		if ev.event.Kind == checkpoint.KindDelete {
 			deletes++
 			if ev.event.UserID != "v" || ev.event.ConversationID != "a" {
 				t.Errorf("delete event for %s/%s", ev.event.UserID, ev.event.ConversationID)
@@ -402,7 +402,7 @@ func TestPublishInvalid(t *testing.T) {
 				t.Errorf("%s, %s: published", mode, tt.name)
 				continue
 			}
-			var de *evidence.DecodeError
+			var de *checkpoint.DecodeError
 			switch {
 			case tt.wantIndex < 0 && errors.As(err, &de):
 				t.Errorf("%s, %s: %v is a message error", mode, tt.name, err)
@@ -474,7 +474,7 @@ func TestPublishMessages(t *testing.T) {
 		t.Fatalf("%d events", len(got))
 	}
 	ev := got[0].event
-	if d := chainDigests(evidence.ChainStart(), ev.Digests); d != prefixDigest(t, equivalent, len(equivalent)) {
+	if d := chainDigests(checkpoint.ChainStart(), ev.Digests); d != prefixDigest(t, equivalent, len(equivalent)) {
 		t.Error("the flat messages do not digest like their JSON equivalent")
 	}
 	if diff := cmp.Diff("We must ship by Friday. <b>&</b>", ev.Messages[0].Text); diff != "" {
@@ -495,7 +495,7 @@ func TestNewAppend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		parsed, err := evidence.ParseEvent(data, evidence.Limits{})
+		parsed, err := checkpoint.ParseEvent(data, checkpoint.Limits{})
 		if err != nil {
 			t.Fatalf("k=%d: %v\n%s", k, err, data)
 		}
@@ -577,7 +577,7 @@ func TestPublishConcurrent(t *testing.T) {
 	want := prefixDigest(t, h, len(h))
 	for c := range conversations {
 		r := replicas["c"+strconv.Itoa(c)]
-		if r == nil || len(r.digests) != len(h) || chainDigests(evidence.ChainStart(), r.digests) != want {
+		if r == nil || len(r.digests) != len(h) || chainDigests(checkpoint.ChainStart(), r.digests) != want {
 			t.Errorf("conversation %d does not end as its history", c)
 		}
 	}

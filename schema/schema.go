@@ -2,7 +2,7 @@
 // checkpoint events, recall.checkpoint.v1 (docs/protocol.md), for publishers that
 // validate what they send and for documentation.
 //
-// recall itself validates events with evidence.ParseEvent, not with this
+// recall itself validates events with checkpoint.ParseEvent, not with this
 // schema. The two agree on the samples in schema_test.go; where a schema
 // cannot say what the parser checks (ids are bounded in UTF-8 bytes while
 // maxLength counts characters, the event's size, RFC 8785 canonicalisation,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/publisher"
 )
 
@@ -43,7 +43,7 @@ func schemaValid(t *testing.T, sch *jsonschema.Schema, data string) (bool, error
 }
 
 func parserValid(data string) (bool, error) {
-	_, err := evidence.ParseEvent([]byte(data), evidence.Limits{})
+	_, err := checkpoint.ParseEvent([]byte(data), checkpoint.Limits{})
 	return err == nil, err
 }
 
@@ -114,11 +114,11 @@ func appendSample(t *testing.T) fields {
 	t.Helper()
 	history := `[{"id":"m0","role":"user","content":"We must ship by Friday."},` +
 		`{"type":"ai","data":{"id":"m1","content":"Agreed: we'll use Postgres."}}]`
-	msgs, err := evidence.DecodeMessages([]byte(history))
+	msgs, err := checkpoint.DecodeMessages([]byte(history))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := evidence.PrefixDigest(msgs, 2)
+	d, err := checkpoint.PrefixDigest(msgs, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ type sample struct {
 }
 
 func samples(t *testing.T) []sample {
-	c0 := `"` + evidence.ChainStart().String() + `"`
+	c0 := `"` + checkpoint.ChainStart().String() + `"`
 	valid := func(name string, f fmt.Stringer) sample { return sample{name, f.String(), true} }
 	invalid := func(name string, f fmt.Stringer) sample { return sample{name, f.String(), false} }
 	return []sample{
@@ -299,7 +299,7 @@ func TestSchemaAgreesWithParseEvent(t *testing.T) {
 	t.Logf("%d valid and %d invalid samples agree", nValid, nInvalid)
 }
 
-// TestDocumentedExceptions pins where the schema and evidence.ParseEvent
+// TestDocumentedExceptions pins where the schema and checkpoint.ParseEvent
 // differ, as the schema's $comment lists them. When one side changes, the
 // test says so: update the schema, its comment and this list.
 func TestDocumentedExceptions(t *testing.T) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes evidence/testdata/digest_vectors.json: fixed histories in the three
+"""Writes checkpoint/testdata/digest_vectors.json: fixed histories in the three
 message forms of docs/protocol.md with their message and chain digests.
 
 It is an independent implementation of the digests, written from the protocol and not
@@ -276,7 +276,7 @@ def main():
         "chain_start": hashlib.sha256(SEED).hexdigest(),
         "vectors": vectors,
     }
-    path = os.path.join(root, "evidence", "testdata", "digest_vectors.json")
+    path = os.path.join(root, "checkpoint", "testdata", "digest_vectors.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)

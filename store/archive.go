@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -276,7 +277,7 @@ func scanRows(rows pgx.Rows) (map[int][]evidence.Item, error) {
 		if err := rows.Scan(&it.Index, &it.Span[0], &it.Span[1], &role, &id, &excerpt, &it.Truncated, &bucket, &tier, &weight, &terms, &list); err != nil {
 			return nil, fmt.Errorf("read archive: %w", err)
 		}
-		it.Role, it.MessageID, it.Excerpt = evidence.Role(role), string(id), string(excerpt)
+		it.Role, it.MessageID, it.Excerpt = checkpoint.Role(role), string(id), string(excerpt)
 		it.Bucket, it.Tier, it.Weight = evidence.Bucket(bucket), evidence.Tier(tier), int(weight)
 		// The terms come joined by spaces, which no term holds (they were
 		// stored split at spaces): one string decodes at a fraction of the
@@ -315,7 +316,7 @@ func (s *Store) Search(ctx context.Context, userID, conversationID, query string
 // complements a prompt which holds the messages from before on whole.
 func (s *Store) SearchBefore(ctx context.Context, userID, conversationID, query string, before int) (evidence.Record, error) {
 	key := searchKey{userID, conversationID}
-	empty := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()}
+	empty := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()}
 	if known := s.searches.get(key); known != nil && s.fold.Profile != evidence.ProfileSeed {
 		rec := empty
 		ok, err := s.searchStanding(ctx, known, &rec, query, before)

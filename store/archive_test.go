@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/store"
 )
@@ -63,7 +64,7 @@ func longConversation(n int, seed uint64) []json.RawMessage {
 func userEnds(t *testing.T, h []json.RawMessage) []int {
 	t.Helper()
 	raw, _ := json.Marshal(h)
-	msgs, err := evidence.DecodeMessages(raw)
+	msgs, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func userEnds(t *testing.T, h []json.RawMessage) []int {
 func foldWith(t *testing.T, msgs []json.RawMessage, cfg *evidence.Config) evidence.State {
 	t.Helper()
 	raw, _ := json.Marshal(msgs)
-	decoded, err := evidence.DecodeMessages(raw)
+	decoded, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func TestExtractInChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := foldWith(t, h, fold)
-			if res.Outcome != evidence.Applied || res.Cursor != want.Cursor || res.Summarised != want.Cursor {
+			if res.Outcome != checkpoint.Applied || res.Cursor != want.Cursor || res.Summarised != want.Cursor {
 				t.Fatalf("extract: %+v, want applied up to %d", res, want.Cursor)
 			}
 			requireView(t, st, want)
@@ -460,7 +461,7 @@ func TestExtractInByteChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := foldWith(t, h, fold)
-			if res.Outcome != evidence.Applied || res.Cursor != want.Cursor {
+			if res.Outcome != checkpoint.Applied || res.Cursor != want.Cursor {
 				t.Fatalf("extract: %+v, want applied up to %d", res, want.Cursor)
 			}
 			requireView(t, st, want)

@@ -10,12 +10,12 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/riverqueue/river"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // BatchEvent is one event of a batch given to IngestBatch.
 type BatchEvent struct {
-	Event *evidence.Event
+	Event *checkpoint.Event
 	Meta  Meta
 }
 
@@ -39,7 +39,7 @@ func (s *Store) IngestBatch(ctx context.Context, events []BatchEvent) ([]Result,
 	}
 	if s.cfg.Jobs == nil {
 		for _, e := range events {
-			if e.Event.Kind != evidence.KindDelete {
+			if e.Event.Kind != checkpoint.KindDelete {
 				return nil, errors.New("store: Config.Jobs is required for ingest: give it an insert-only River client")
 			}
 		}
@@ -70,12 +70,12 @@ type batchConv struct {
 	// then take Ingest's own path.
 	single bool
 
-	held        evidence.Held // as the events decided so far leave it
+	held        checkpoint.Held // as the events decided so far leave it
 	requestedAt *time.Time
 	// loLoaded, digests and chains are the held messages read from the
 	// table: [loLoaded, loLoaded+len(digests)).
 	loLoaded        int
-	digests, chains []evidence.Digest
+	digests, chains []checkpoint.Digest
 	// tail holds the messages the batch writes, [tailFrom, held.Count),
 	// as segments of the events that carry them.
 	tailFrom int
@@ -89,13 +89,13 @@ type batchConv struct {
 // segment is messages [from, to) of ev, with the chain digests of
 // [0, i+1) for each of them.
 type segment struct {
-	ev       *evidence.Event
+	ev       *checkpoint.Event
 	from, to int
-	chains   []evidence.Digest
+	chains   []checkpoint.Digest
 }
 
 // message returns the digest and chain digest of held message i.
-func (c *batchConv) message(i int) (evidence.Digest, evidence.Digest, bool) {
+func (c *batchConv) message(i int) (checkpoint.Digest, checkpoint.Digest, bool) {
 	if i >= c.tailFrom {
 		for j := len(c.tail) - 1; j >= 0; j-- {
 			sg := &c.tail[j]
@@ -103,10 +103,10 @@ func (c *batchConv) message(i int) (evidence.Digest, evidence.Digest, bool) {
 				return sg.ev.Digests[i-sg.ev.Offset], sg.chains[i-sg.from], true
 			}
 		}
-		return evidence.Digest{}, evidence.Digest{}, false
+		return checkpoint.Digest{}, checkpoint.Digest{}, false
 	}
 	if i < c.loLoaded || i >= c.loLoaded+len(c.digests) {
-		return evidence.Digest{}, evidence.Digest{}, false
+		return checkpoint.Digest{}, checkpoint.Digest{}, false
 	}
 	return c.digests[i-c.loLoaded], c.chains[i-c.loLoaded], true
 }
@@ -165,13 +165,13 @@ func lockConversations(ctx context.Context, tx pgx.Tx, events []BatchEvent) ([]*
 			users, ids = append(users, k.user), append(ids, k.conv)
 		}
 		c.events = append(c.events, i)
-		if e.Event.Kind == evidence.KindDelete {
+		if e.Event.Kind == checkpoint.KindDelete {
 			c.single = true
 		}
 	}
 	// One round trip: the insert, then the lock, which sees the rows the
 	// insert made.
-	start := evidence.ChainStart()
+	start := checkpoint.ChainStart()
 	b := &pgx.Batch{}
 	b.Queue(`
 INSERT INTO recall_conversation (user_id, conversation_id, prefix_digest)
@@ -209,7 +209,7 @@ FOR UPDATE OF c`, users, ids)
 			return nil, fmt.Errorf("lock conversations: an unexpected row")
 		}
 		c.row = r
-		c.held = evidence.Held{Cursor: r.cursor, Count: r.count, Prefix: r.prefix}
+		c.held = checkpoint.Held{Cursor: r.cursor, Count: r.count, Prefix: r.prefix}
 		c.requestedAt = r.requestedAt
 		c.tailFrom = r.count
 		convs = append(convs, c)
@@ -250,8 +250,8 @@ func loadBatchChains(ctx context.Context, tx pgx.Tx, convs []*batchConv, events 
 			continue
 		}
 		c.loLoaded = lo
-		c.digests = make([]evidence.Digest, hi-lo)
-		c.chains = make([]evidence.Digest, hi-lo)
+		c.digests = make([]checkpoint.Digest, hi-lo)
+		c.chains = make([]checkpoint.Digest, hi-lo)
 		want[c.key] = c
 		users, ids = append(users, c.key.user), append(ids, c.key.conv)
 		los, his = append(los, int32(lo)), append(his, int32(hi))
@@ -280,8 +280,8 @@ JOIN recall_message m ON m.user_id = r.u AND m.conversation_id = r.c AND m.idx >
 		if c == nil || idx < c.loLoaded || idx >= c.loLoaded+len(c.digests) {
 			return fmt.Errorf("load held messages: an unexpected row")
 		}
-		c.digests[idx-c.loLoaded] = evidence.Digest(d)
-		c.chains[idx-c.loLoaded] = evidence.Digest(ch)
+		c.digests[idx-c.loLoaded] = checkpoint.Digest(d)
+		c.chains[idx-c.loLoaded] = checkpoint.Digest(ch)
 		found[k]++
 	}
 	if err := rows.Err(); err != nil {
@@ -298,13 +298,13 @@ JOIN recall_message m ON m.user_id = r.u AND m.conversation_id = r.c AND m.idx >
 // decide applies one event to the conversation's state in memory, as
 // ingest does to the table, and returns its result. Rejections are
 // recorded in tx at once.
-func (s *Store) decide(ctx context.Context, tx pgx.Tx, c *batchConv, ev *evidence.Event, meta Meta) (Result, error) {
+func (s *Store) decide(ctx context.Context, tx pgx.Tx, c *batchConv, ev *checkpoint.Event, meta Meta) (Result, error) {
 	if c.row.deleted {
-		return rejectEvent(ctx, tx, ev, meta, evidence.ReasonDeleted, deletedDetail)
+		return rejectEvent(ctx, tx, ev, meta, checkpoint.ReasonDeleted, deletedDetail)
 	}
 	lo, hi := c.held.Range(ev)
-	digests := make([]evidence.Digest, hi-lo)
-	chains := make([]evidence.Digest, hi-lo)
+	digests := make([]checkpoint.Digest, hi-lo)
+	chains := make([]checkpoint.Digest, hi-lo)
 	for i := lo; i < hi; i++ {
 		d, ch, ok := c.message(i)
 		if !ok {
@@ -320,7 +320,7 @@ func (s *Store) decide(ctx context.Context, tx pgx.Tx, c *batchConv, ev *evidenc
 	// Messages [From, n) replace whatever the conversation held from From
 	// on, as ingest's DELETE and INSERT do.
 	d, n := lin.From, ev.End()
-	sg := segment{ev: ev, from: d, to: n, chains: make([]evidence.Digest, n-d)}
+	sg := segment{ev: ev, from: d, to: n, chains: make([]checkpoint.Digest, n-d)}
 	ch, request := lin.Chain, false
 	for i := d; i < n; i++ {
 		ch = ch.Next(ev.Digests[i-ev.Offset])
@@ -350,7 +350,7 @@ func (s *Store) decide(ctx context.Context, tx pgx.Tx, c *batchConv, ev *evidenc
 	if !meta.PublishedAt.IsZero() && (!c.published.Valid || meta.PublishedAt.After(c.published.Time)) {
 		c.published = pgtype.Timestamptz{Time: meta.PublishedAt, Valid: true}
 	}
-	return Result{Outcome: evidence.Accepted, Enqueued: enqueue}, nil
+	return Result{Outcome: checkpoint.Accepted, Enqueued: enqueue}, nil
 }
 
 // writeBatch writes what the batch's in-memory decisions accepted: it
@@ -420,7 +420,7 @@ type messageRows struct {
 	size       int
 }
 
-func (r *messageRows) add(user, conv string, ev *evidence.Event, i int, chain evidence.Digest) {
+func (r *messageRows) add(user, conv string, ev *checkpoint.Event, i int, chain checkpoint.Digest) {
 	m := &ev.Messages[i-ev.Offset]
 	d := ev.Digests[i-ev.Offset]
 	r.users, r.ids = append(r.users, user), append(r.ids, conv)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 )
 
@@ -51,14 +51,14 @@ func (g *batchGen) messages(k [2]string, tag string, from, to int) []json.RawMes
 }
 
 // event returns a random event and its payload.
-func (g *batchGen) event(t *testing.T) (*evidence.Event, []byte) {
+func (g *batchGen) event(t *testing.T) (*checkpoint.Event, []byte) {
 	t.Helper()
 	k := g.keys[g.rng.IntN(len(g.keys))]
 	g.seq++
 	id := fmt.Sprintf("e%d", g.seq)
-	w := map[string]any{"schema": evidence.Schema, "event_id": id, "user_id": k[0], "conversation_id": k[1]}
+	w := map[string]any{"schema": checkpoint.Schema, "event_id": id, "user_id": k[0], "conversation_id": k[1]}
 	if k == g.keys[len(g.keys)-1] && g.rng.IntN(60) == 0 { // one conversation is deleted now and then
-		w["kind"] = evidence.KindDelete
+		w["kind"] = checkpoint.KindDelete
 		return g.parse(t, w)
 	}
 	g.progress[k] += g.rng.IntN(3)
@@ -92,25 +92,25 @@ func (g *batchGen) event(t *testing.T) (*evidence.Event, []byte) {
 	w["offset"] = off
 	w["messages"] = h[off:end]
 	raw, _ := json.Marshal(h[:off])
-	msgs, err := evidence.DecodeMessages(raw)
+	msgs, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := evidence.PrefixDigest(msgs, off)
+	d, err := checkpoint.PrefixDigest(msgs, off)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if off > 0 && g.rng.IntN(15) == 0 {
-		d = evidence.ChainStart().Next(d) // a wrong prefix_digest
+		d = checkpoint.ChainStart().Next(d) // a wrong prefix_digest
 	}
 	w["prefix_digest"] = d.String()
 	return g.parse(t, w)
 }
 
-func (g *batchGen) parse(t *testing.T, w map[string]any) (*evidence.Event, []byte) {
+func (g *batchGen) parse(t *testing.T, w map[string]any) (*checkpoint.Event, []byte) {
 	t.Helper()
 	b, _ := json.Marshal(w)
-	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	ev, err := checkpoint.ParseEvent(b, checkpoint.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,14 +8,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
 // ExtractResult is the outcome of Extract.
 type ExtractResult struct {
-	// Outcome is evidence.Applied, NothingToSummarise or Deleted (the
+	// Outcome is checkpoint.Applied, NothingToSummarise or Deleted (the
 	// conversation is unknown or deleted).
-	Outcome evidence.Outcome
+	Outcome checkpoint.Outcome
 	// Summarised is how many messages were folded.
 	Summarised int
 	// Cursor is the cursor after the extraction.
@@ -66,7 +67,7 @@ SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT 
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID)
-	b.Queue(firstChunkSQL, userID, conversationID, string(evidence.RoleUser), s.extractChunk, focus, extractChunkBytes)
+	b.Queue(firstChunkSQL, userID, conversationID, string(checkpoint.RoleUser), s.extractChunk, focus, extractChunkBytes)
 	br := tx.SendBatch(ctx, b)
 	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
 	if err == nil || errors.Is(err, pgx.ErrNoRows) {
@@ -80,13 +81,13 @@ FOR UPDATE`, userID, conversationID)
 		err = cerr
 	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && row.deleted) {
-		return ExtractResult{Outcome: evidence.Deleted}, nil
+		return ExtractResult{Outcome: checkpoint.Deleted}, nil
 	}
 	if err != nil {
 		return ExtractResult{}, fmt.Errorf("lock conversation: %w", err)
 	}
 	copy(row.prefix[:], prefix)
-	res := ExtractResult{Outcome: evidence.NothingToSummarise, Cursor: row.cursor}
+	res := ExtractResult{Outcome: checkpoint.NothingToSummarise, Cursor: row.cursor}
 	if published != nil {
 		res.PublishedAt = *published
 	}
@@ -113,15 +114,15 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 		state = evidence.State{Cursor: row.cursor, PrefixDigest: row.prefix}
 	}
 	archiveCount := row.archiveCount
-	var request evidence.Message // request k, read with the last chunk when it fits
+	var request checkpoint.Message // request k, read with the last chunk when it fits
 	haveRequest := false
 	for lo := row.cursor; lo < k; {
 		end := min(lo+s.extractChunk, k)
 		if focus && end == k {
 			end = k + 1
 		}
-		var msgs []evidence.Message
-		var chains []evidence.Digest
+		var msgs []checkpoint.Message
+		var chains []checkpoint.Digest
 		if lo == row.cursor {
 			// Read with the lock.
 			if msgs, chains, err = first.check(lo, end); err != nil {
@@ -184,7 +185,7 @@ WHERE user_id = $1 AND conversation_id = $2`,
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return ExtractResult{}, fmt.Errorf("write evidence: %w", err)
 	}
-	res.Outcome, res.Summarised, res.Cursor = evidence.Applied, k-row.cursor, state.Cursor
+	res.Outcome, res.Summarised, res.Cursor = checkpoint.Applied, k-row.cursor, state.Cursor
 	return res, nil
 }
 
@@ -198,7 +199,7 @@ const extractChunkBytes = 512 << 10
 // loadPending returns the held messages from lo on, rebuilt as far as the
 // fold needs them, with their chain digests: those of [lo, hi) whose text
 // before them is less than maxBytes, so at least one.
-func loadPending(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi, maxBytes int) ([]evidence.Message, []evidence.Digest, error) {
+func loadPending(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi, maxBytes int) ([]checkpoint.Message, []checkpoint.Digest, error) {
 	rows, err := tx.Query(ctx, `
 SELECT idx, chain, role, evidential, message_id, text, held FROM (
     SELECT idx, chain, role, evidential, message_id, text, count(*) OVER () AS held,
@@ -271,8 +272,8 @@ func scanFirstChunk(br pgx.BatchResults) (*int, pendingChunk, error) {
 // pendingChunk is held messages as loadPending reads them, from index lo.
 type pendingChunk struct {
 	lo     int
-	msgs   []evidence.Message
-	chains []evidence.Digest
+	msgs   []checkpoint.Message
+	chains []checkpoint.Digest
 	held   int
 }
 
@@ -298,15 +299,15 @@ func (c *pendingChunk) scan(rows pgx.Rows, newest **int) error {
 	} else if *idx != c.lo+len(c.msgs) {
 		return fmt.Errorf("held messages of a conversation are not contiguous at %d", *idx)
 	}
-	c.msgs = append(c.msgs, heldMessage(evidence.Role(*role), *evidential, string(id), string(text)))
-	c.chains = append(c.chains, evidence.Digest(chain))
+	c.msgs = append(c.msgs, heldMessage(checkpoint.Role(*role), *evidential, string(id), string(text)))
+	c.chains = append(c.chains, checkpoint.Digest(chain))
 	c.held = *held
 	return nil
 }
 
 // check returns the chunk's messages when they are the held ones of
 // [lo, hi), or at least their first.
-func (c *pendingChunk) check(lo, hi int) ([]evidence.Message, []evidence.Digest, error) {
+func (c *pendingChunk) check(lo, hi int) ([]checkpoint.Message, []checkpoint.Digest, error) {
 	if c.held != hi-lo || len(c.msgs) == 0 {
 		return nil, nil, fmt.Errorf("held messages of a conversation are missing: have %d of [%d, %d)", c.held, lo, hi)
 	}
@@ -318,11 +319,11 @@ func (c *pendingChunk) check(lo, hi int) ([]evidence.Message, []evidence.Digest,
 
 // heldMessage rebuilds a held message for the fold: its role, id and, when
 // it may become evidence, its text.
-func heldMessage(role evidence.Role, evidential bool, id, text string) evidence.Message {
-	m := evidence.Message{Role: role, ID: id, Type: evidence.TypeChat, Text: text}
+func heldMessage(role checkpoint.Role, evidential bool, id, text string) checkpoint.Message {
+	m := checkpoint.Message{Role: role, ID: id, Type: checkpoint.TypeChat, Text: text}
 	if !evidential {
 		// Not evidence: off the conversation channel, whatever it was.
-		m.Type = evidence.TypeHeld
+		m.Type = checkpoint.TypeHeld
 		m.Text = ""
 	}
 	return m

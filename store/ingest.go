@@ -9,16 +9,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // Result is the outcome of Ingest.
 type Result struct {
-	// Outcome is evidence.Accepted, Duplicate, Stale, Deleted, Gap or
+	// Outcome is checkpoint.Accepted, Duplicate, Stale, Deleted, Gap or
 	// Rejected.
-	Outcome evidence.Outcome
+	Outcome checkpoint.Outcome
 	// Reason and Detail are set when Outcome is Rejected.
-	Reason evidence.Reason
+	Reason checkpoint.Reason
 	Detail string
 	// Enqueued reports whether an extraction job was inserted.
 	Enqueued bool
@@ -41,8 +41,8 @@ type Meta struct {
 // all in one transaction under the conversation's lock. Events that cannot
 // be applied (prefix_mismatch, deleted) are recorded as rejections in the
 // same transaction. An error means nothing was recorded: the caller retries.
-func (s *Store) Ingest(ctx context.Context, ev *evidence.Event, meta Meta) (Result, error) {
-	if s.cfg.Jobs == nil && ev.Kind != evidence.KindDelete {
+func (s *Store) Ingest(ctx context.Context, ev *checkpoint.Event, meta Meta) (Result, error) {
+	if s.cfg.Jobs == nil && ev.Kind != checkpoint.KindDelete {
 		return Result{}, errors.New("store: Config.Jobs is required for ingest: give it an insert-only River client")
 	}
 	var res Result
@@ -57,22 +57,22 @@ func (s *Store) Ingest(ctx context.Context, ev *evidence.Event, meta Meta) (Resu
 	return res, nil
 }
 
-func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta Meta) (Result, error) {
+func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *checkpoint.Event, meta Meta) (Result, error) {
 	row, err := lockConversation(ctx, tx, ev.UserID, ev.ConversationID)
 	if err != nil {
 		return Result{}, err
 	}
-	if ev.Kind == evidence.KindDelete {
+	if ev.Kind == checkpoint.KindDelete {
 		if row.deleted {
-			return Result{Outcome: evidence.Deleted}, nil
+			return Result{Outcome: checkpoint.Deleted}, nil
 		}
-		return Result{Outcome: evidence.Deleted}, deleteLocked(ctx, tx, ev.UserID, ev.ConversationID)
+		return Result{Outcome: checkpoint.Deleted}, deleteLocked(ctx, tx, ev.UserID, ev.ConversationID)
 	}
 	if row.deleted {
-		return rejectEvent(ctx, tx, ev, meta, evidence.ReasonDeleted, deletedDetail)
+		return rejectEvent(ctx, tx, ev, meta, checkpoint.ReasonDeleted, deletedDetail)
 	}
 
-	h := evidence.Held{Cursor: row.cursor, Count: row.count, Prefix: row.prefix}
+	h := checkpoint.Held{Cursor: row.cursor, Count: row.count, Prefix: row.prefix}
 	lo, hi := h.Range(ev)
 	heldDigests, heldChains, err := loadChains(ctx, tx, ev.UserID, ev.ConversationID, lo, hi)
 	if err != nil {
@@ -113,32 +113,32 @@ WHERE user_id = $1 AND conversation_id = $2`,
 			return Result{}, fmt.Errorf("enqueue extraction: %w", err)
 		}
 	}
-	return Result{Outcome: evidence.Accepted, Enqueued: enqueue}, nil
+	return Result{Outcome: checkpoint.Accepted, Enqueued: enqueue}, nil
 }
 
 // rejectEvent records the rejection of ev in tx and returns its result.
-func rejectEvent(ctx context.Context, tx pgx.Tx, ev *evidence.Event, meta Meta, reason evidence.Reason, detail string) (Result, error) {
+func rejectEvent(ctx context.Context, tx pgx.Tx, ev *checkpoint.Event, meta Meta, reason checkpoint.Reason, detail string) (Result, error) {
 	err := insertRejection(ctx, tx, Rejection{Reason: reason, Detail: detail, EventID: ev.EventID,
 		UserID: ev.UserID, ConversationID: ev.ConversationID, Stream: meta.Stream, StreamCreated: meta.StreamCreated,
 		StreamSeq: meta.StreamSeq, Payload: meta.Payload})
-	return Result{Outcome: evidence.Rejected, Reason: reason, Detail: detail}, err
+	return Result{Outcome: checkpoint.Rejected, Reason: reason, Detail: detail}, err
 }
 
 // decideLineage decides ev against the held history h and settles every
 // outcome but acceptance: done reports that res is the event's result (a
 // prefix mismatch is recorded as a rejection in tx); otherwise lin says
 // what to write.
-func decideLineage(ctx context.Context, tx pgx.Tx, h evidence.Held, ev *evidence.Event, meta Meta,
-	digests, chains []evidence.Digest) (lin evidence.Lineage, res Result, done bool, err error) {
-	lin, err = evidence.DecideLineage(h, ev, digests, chains)
+func decideLineage(ctx context.Context, tx pgx.Tx, h checkpoint.Held, ev *checkpoint.Event, meta Meta,
+	digests, chains []checkpoint.Digest) (lin checkpoint.Lineage, res Result, done bool, err error) {
+	lin, err = checkpoint.DecideLineage(h, ev, digests, chains)
 	if err != nil {
 		return lin, Result{}, true, err
 	}
 	switch lin.Outcome {
-	case evidence.PrefixMismatch:
-		res, err = rejectEvent(ctx, tx, ev, meta, evidence.ReasonPrefixMismatch, lin.Detail)
+	case checkpoint.PrefixMismatch:
+		res, err = rejectEvent(ctx, tx, ev, meta, checkpoint.ReasonPrefixMismatch, lin.Detail)
 		return lin, res, true, err
-	case evidence.Accepted:
+	case checkpoint.Accepted:
 		return lin, Result{}, false, nil
 	default:
 		return lin, Result{Outcome: lin.Outcome}, true, nil
@@ -153,7 +153,7 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // loadChains returns the digests and chain digests of held messages [lo, hi).
-func loadChains(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi int) ([]evidence.Digest, []evidence.Digest, error) {
+func loadChains(ctx context.Context, tx pgx.Tx, userID, conversationID string, lo, hi int) ([]checkpoint.Digest, []checkpoint.Digest, error) {
 	if lo >= hi {
 		return nil, nil, nil
 	}
@@ -165,8 +165,8 @@ ORDER BY idx`, userID, conversationID, lo, hi)
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
 	}
 	defer rows.Close()
-	digests := make([]evidence.Digest, 0, hi-lo)
-	chains := make([]evidence.Digest, 0, hi-lo)
+	digests := make([]checkpoint.Digest, 0, hi-lo)
+	chains := make([]checkpoint.Digest, 0, hi-lo)
 	for rows.Next() {
 		var idx int
 		var d, c []byte
@@ -176,8 +176,8 @@ ORDER BY idx`, userID, conversationID, lo, hi)
 		if idx != lo+len(digests) {
 			return nil, nil, fmt.Errorf("held messages of a conversation are not contiguous at %d", idx)
 		}
-		digests = append(digests, evidence.Digest(d))
-		chains = append(chains, evidence.Digest(c))
+		digests = append(digests, checkpoint.Digest(d))
+		chains = append(chains, checkpoint.Digest(c))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("load held messages: %w", err)
@@ -200,7 +200,7 @@ const insertChunkBytes = 512 << 10
 // insert of a chunk is queued into b, which is sent, with what was queued
 // before, before a further chunk, so that one chunk's rows at most are held;
 // the caller sends the rest.
-func insertMessages(ctx context.Context, tx pgx.Tx, b *pgx.Batch, ev *evidence.Event, from int, c evidence.Digest, cursor int) (bool, error) {
+func insertMessages(ctx context.Context, tx pgx.Tx, b *pgx.Batch, ev *checkpoint.Event, from int, c checkpoint.Digest, cursor int) (bool, error) {
 	request := false
 	for lo := from; lo < ev.End(); {
 		hi, size := lo, 0
@@ -243,7 +243,7 @@ var messageColumns = []string{"user_id", "conversation_id", "idx", "digest", "ch
 // insertChunk stores messages [lo, hi) chained from c, the chain digest of
 // [0, lo), and returns the chain digest of [0, hi). A large chunk is written
 // with COPY at once; a small one's INSERT is queued into b.
-func insertChunk(ctx context.Context, tx pgx.Tx, b *pgx.Batch, ev *evidence.Event, lo, hi int, c evidence.Digest, cursor int, large bool) (evidence.Digest, bool, error) {
+func insertChunk(ctx context.Context, tx pgx.Tx, b *pgx.Batch, ev *checkpoint.Event, lo, hi int, c checkpoint.Digest, cursor int, large bool) (checkpoint.Digest, bool, error) {
 	count := hi - lo
 	idx := make([]int32, count)
 	digests := make([][]byte, count)

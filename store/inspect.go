@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -54,7 +55,7 @@ type ArchivePosition struct {
 // candidates, by the same code (evidence.ExplainView), as extraction chose
 // it; Matches says whether it came out the same.
 func (s *Store) Inspect(ctx context.Context, userID, conversationID string, after *ArchivePosition, limit int) (Inspection, error) {
-	in := Inspection{Record: evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()},
+	in := Inspection{Record: evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()},
 		RequestIndex: -1, MaxTokens: s.fold.MaxTokens}
 	limit = max(limit, 1)
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -119,7 +120,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`, rec.UserID, rec.Conve
 	if err != nil {
 		return nil, fmt.Errorf("read the held request: %w", err)
 	}
-	request := heldMessage(evidence.Role(role), evidential, string(id), string(text))
+	request := heldMessage(checkpoint.Role(role), evidential, string(id), string(text))
 	c, q, err := candidates(ctx, tx, rec.UserID, rec.ConversationID, evidence.RequestText(&request), count)
 	if err != nil {
 		return nil, err

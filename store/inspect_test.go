@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/store"
 )
@@ -41,7 +42,7 @@ func TestInspect(t *testing.T) {
 
 			want := foldWith(t, h, nil)
 			raw, _ := json.Marshal(h)
-			msgs, err := evidence.DecodeMessages(raw)
+			msgs, err := checkpoint.DecodeMessages(raw)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 )
 
@@ -54,7 +54,7 @@ func TestRejectAfterDelete(t *testing.T) {
 	if err := tb.store.DeleteConversation(t.Context(), "u", "c"); err != nil {
 		t.Fatal(err)
 	}
-	for i, reason := range []evidence.Reason{evidence.ReasonInvalid, evidence.ReasonTooLarge, evidence.ReasonUnsupportedSchema, evidence.ReasonGap} {
+	for i, reason := range []checkpoint.Reason{checkpoint.ReasonInvalid, checkpoint.ReasonTooLarge, checkpoint.ReasonUnsupportedSchema, checkpoint.ReasonGap} {
 		err := tb.store.Reject(t.Context(), store.Rejection{Reason: reason, Detail: "late", EventID: "late", UserID: "u", ConversationID: "c",
 			Stream: "S", StreamSeq: uint64(10 + i), Payload: []byte(`{"secret":"the deleted text"}`)})
 		if err != nil {
@@ -66,7 +66,7 @@ func TestRejectAfterDelete(t *testing.T) {
 		t.Fatalf("%d rejection rows, want 4", len(got))
 	}
 	for _, r := range got {
-		if r.reason != string(evidence.ReasonDeleted) || r.payload != nil {
+		if r.reason != string(checkpoint.ReasonDeleted) || r.payload != nil {
 			t.Errorf("late rejection recorded as %s with %d payload bytes, want deleted and none", r.reason, len(r.payload))
 		}
 	}
@@ -82,7 +82,7 @@ func TestRejectionsAfterStreamRecreated(t *testing.T) {
 	second := first.Add(time.Hour)
 	for _, created := range []time.Time{first, first, second, second} {
 		for seq := uint64(1); seq <= 10; seq++ {
-			err := tb.store.Reject(t.Context(), store.Rejection{Reason: evidence.ReasonMalformed, Detail: "x",
+			err := tb.store.Reject(t.Context(), store.Rejection{Reason: checkpoint.ReasonMalformed, Detail: "x",
 				Stream: "S", StreamCreated: created, StreamSeq: seq, Payload: []byte("{not json")})
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +102,7 @@ func TestRejectionPayloadBound(t *testing.T) {
 	big := []byte(strings.Repeat("x", 17<<20))
 	small := []byte(`{"schema":"recall.checkpoint.v9"}`)
 	for i, p := range [][]byte{big, small} {
-		err := tb.store.Reject(t.Context(), store.Rejection{Reason: evidence.ReasonTooLarge, Detail: "x",
+		err := tb.store.Reject(t.Context(), store.Rejection{Reason: checkpoint.ReasonTooLarge, Detail: "x",
 			Stream: "S", StreamSeq: uint64(i + 1), Payload: p})
 		if err != nil {
 			t.Fatal(err)
@@ -131,7 +131,7 @@ func TestPrune(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, time.Minute)
 	for i := range 3 {
-		if err := tb.store.Reject(t.Context(), store.Rejection{Reason: evidence.ReasonMalformed, Detail: "x", Stream: "S", StreamSeq: uint64(i + 1)}); err != nil {
+		if err := tb.store.Reject(t.Context(), store.Rejection{Reason: checkpoint.ReasonMalformed, Detail: "x", Stream: "S", StreamSeq: uint64(i + 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,13 +169,13 @@ func TestRejectUnstorableKey(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, time.Minute)
 	for i, k := range []string{"u\x00", "u\xff", strings.Repeat("u", 300)} {
-		err := tb.store.Reject(t.Context(), store.Rejection{Reason: evidence.ReasonInvalid, Detail: "bad key", UserID: k, ConversationID: "c",
+		err := tb.store.Reject(t.Context(), store.Rejection{Reason: checkpoint.ReasonInvalid, Detail: "bad key", UserID: k, ConversationID: "c",
 			Stream: "S", StreamSeq: uint64(i + 1), Payload: []byte("x")})
 		if err != nil {
 			t.Fatalf("key %q: %v", k, err)
 		}
 	}
-	if got := tb.rejections(t); len(got) != 3 || got[0].reason != string(evidence.ReasonInvalid) {
+	if got := tb.rejections(t); len(got) != 3 || got[0].reason != string(checkpoint.ReasonInvalid) {
 		t.Errorf("%d rows (%v), want 3 invalid", len(got), got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // RecordedRejection is a row of recall_rejection as it is listed.
@@ -35,7 +35,7 @@ type RejectionFilter struct {
 	// Since keeps rows received at or after it. Defaults to all.
 	Since time.Time
 	// Reason keeps rows of one reason. Defaults to all.
-	Reason evidence.Reason
+	Reason checkpoint.Reason
 	// UserID and ConversationID keep the rows of one user or one key.
 	// Default to all.
 	UserID, ConversationID string

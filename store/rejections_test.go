@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 )
 
@@ -14,9 +14,9 @@ func TestRejections(t *testing.T) {
 	tb := setup(t, 0)
 	ctx := t.Context()
 	rows := []store.Rejection{
-		{Reason: evidence.ReasonInvalid, Detail: "field \"user_id\" is required", EventID: "e1", Stream: "S", StreamSeq: 1, Payload: []byte(`{"x":1}`)},
-		{Reason: evidence.ReasonGap, Detail: "gap", EventID: "e2", UserID: "u-42", ConversationID: "c-7", Stream: "S", StreamSeq: 2, Payload: []byte(`{"y":2}`)},
-		{Reason: evidence.ReasonDeleted, Detail: "deleted", EventID: "e3", UserID: "u-42", ConversationID: "c-8", Stream: "S", StreamSeq: 3, Payload: []byte(`{"z":3}`)},
+		{Reason: checkpoint.ReasonInvalid, Detail: "field \"user_id\" is required", EventID: "e1", Stream: "S", StreamSeq: 1, Payload: []byte(`{"x":1}`)},
+		{Reason: checkpoint.ReasonGap, Detail: "gap", EventID: "e2", UserID: "u-42", ConversationID: "c-7", Stream: "S", StreamSeq: 2, Payload: []byte(`{"y":2}`)},
+		{Reason: checkpoint.ReasonDeleted, Detail: "deleted", EventID: "e3", UserID: "u-42", ConversationID: "c-8", Stream: "S", StreamSeq: 3, Payload: []byte(`{"z":3}`)},
 	}
 	for _, r := range rows {
 		if err := tb.store.Reject(ctx, r); err != nil {
@@ -36,7 +36,7 @@ func TestRejections(t *testing.T) {
 		want []string
 	}{
 		{"all, newest first", store.RejectionFilter{}, []string{"e3", "e2", "e1"}},
-		{"by reason", store.RejectionFilter{Reason: evidence.ReasonGap}, []string{"e2"}},
+		{"by reason", store.RejectionFilter{Reason: checkpoint.ReasonGap}, []string{"e2"}},
 		{"by user", store.RejectionFilter{UserID: "u-42"}, []string{"e3", "e2"}},
 		{"by key", store.RejectionFilter{UserID: "u-42", ConversationID: "c-8"}, []string{"e3"}},
 		{"by event", store.RejectionFilter{EventID: "e1"}, []string{"e1"}},

@@ -11,6 +11,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -233,7 +234,7 @@ func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.
 	switch {
 	case !found:
 		st.searches.drop(key)
-		*rec = evidence.Record{UserID: rec.UserID, ConversationID: rec.ConversationID, PrefixDigest: evidence.ChainStart()}
+		*rec = evidence.Record{UserID: rec.UserID, ConversationID: rec.ConversationID, PrefixDigest: checkpoint.ChainStart()}
 		return true, nil
 	case stamp != s.stamp || count != s.total:
 		return false, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/testutil/pgtest"
 )
@@ -111,8 +112,8 @@ func TestSearchUsesTheCache(t *testing.T) {
 				"content": fmt.Sprintf("Pallet %d went to rack %d. The budget for item %d holds.", i, i%7, i)})
 			msgs = append(msgs, m)
 		}
-		b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": fmt.Sprint("e", n), "user_id": "u", "conversation_id": "c", "messages": msgs})
-		ev, err := evidence.ParseEvent(b, evidence.Limits{})
+		b, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "event_id": fmt.Sprint("e", n), "user_id": "u", "conversation_id": "c", "messages": msgs})
+		ev, err := checkpoint.ParseEvent(b, checkpoint.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -130,7 +131,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 // Evidence returns a conversation's stored evidence. An unknown or deleted
 // conversation is a Record with only its key set.
 func (s *Store) Evidence(ctx context.Context, userID, conversationID string) (evidence.Record, error) {
-	rec := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: evidence.ChainStart()}
+	rec := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()}
 	var prefix []byte
 	var updated *time.Time
 	err := s.pool.QueryRow(ctx, `
@@ -169,7 +170,7 @@ FOR UPDATE`
 	}
 	err := scan()
 	if errors.Is(err, pgx.ErrNoRows) {
-		start := evidence.ChainStart()
+		start := checkpoint.ChainStart()
 		if _, err := tx.Exec(ctx, `
 INSERT INTO recall_conversation (user_id, conversation_id, prefix_digest)
 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, userID, conversationID, start[:]); err != nil {
@@ -188,7 +189,7 @@ type convRow struct {
 	version     int64
 	cursor      int
 	count       int
-	prefix      evidence.Digest
+	prefix      checkpoint.Digest
 	body        []byte
 	deleted     bool
 	requestedAt *time.Time
@@ -218,7 +219,7 @@ func deleteLocked(ctx context.Context, tx pgx.Tx, userID, conversationID string)
 	if err := lockDeletion(ctx, tx, userID, conversationID); err != nil {
 		return err
 	}
-	start := evidence.ChainStart()
+	start := checkpoint.ChainStart()
 	b := &pgx.Batch{}
 	b.Queue(`
 UPDATE recall_conversation
@@ -238,7 +239,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND (payload IS NOT NULL OR payload_
 
 // Rejection is the record of an event that could not be applied (docs/protocol.md, Rejections).
 type Rejection struct {
-	Reason         evidence.Reason
+	Reason         checkpoint.Reason
 	Detail         string
 	EventID        string
 	UserID         string
@@ -265,8 +266,8 @@ const MaxRejectionPayload = 64 << 10
 // check runs under the key's deletion lock, so a DELETE that commits at the
 // same moment cannot leave a payload behind.
 func (s *Store) Reject(ctx context.Context, r Rejection) error {
-	if r.Reason == evidence.ReasonDeleted ||
-		evidence.ValidateKey("user_id", r.UserID) != nil || evidence.ValidateKey("conversation_id", r.ConversationID) != nil {
+	if r.Reason == checkpoint.ReasonDeleted ||
+		checkpoint.ValidateKey("user_id", r.UserID) != nil || checkpoint.ValidateKey("conversation_id", r.ConversationID) != nil {
 		// No conversation can have this key (it is empty, too long, not
 		// UTF-8 or holds a NUL): there is no tombstone to look for.
 		return insertRejection(ctx, s.pool, r)
@@ -282,7 +283,7 @@ func (s *Store) Reject(ctx context.Context, r Rejection) error {
 			return fmt.Errorf("record rejection: %w", err)
 		}
 		if deleted {
-			r.Reason, r.Detail = evidence.ReasonDeleted, deletedDetail
+			r.Reason, r.Detail = checkpoint.ReasonDeleted, deletedDetail
 		}
 		return insertRejection(ctx, tx, r)
 	})
@@ -309,7 +310,7 @@ type execer interface {
 func insertRejection(ctx context.Context, db execer, r Rejection) error {
 	var sum []byte
 	var size *int64
-	if r.Reason == evidence.ReasonDeleted {
+	if r.Reason == checkpoint.ReasonDeleted {
 		// The conversation was deleted: keep no copy of its messages, nor a
 		// digest that would confirm a guess of them.
 		r.Payload = nil

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/testutil/pgtest"
@@ -73,10 +74,10 @@ func history(n int) []json.RawMessage {
 	return h
 }
 
-func snapshot(t testing.TB, id string, msgs []json.RawMessage) *evidence.Event {
+func snapshot(t testing.TB, id string, msgs []json.RawMessage) *checkpoint.Event {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": id, "user_id": "u", "conversation_id": "c", "messages": msgs})
-	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	b, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "event_id": id, "user_id": "u", "conversation_id": "c", "messages": msgs})
+	ev, err := checkpoint.ParseEvent(b, checkpoint.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func snapshot(t testing.TB, id string, msgs []json.RawMessage) *evidence.Event {
 func oracle(t *testing.T, msgs []json.RawMessage) evidence.State {
 	t.Helper()
 	raw, _ := json.Marshal(msgs)
-	decoded, err := evidence.DecodeMessages(raw)
+	decoded, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func oracle(t *testing.T, msgs []json.RawMessage) evidence.State {
 	return s
 }
 
-func (tb *testBundle) ingest(t *testing.T, ev *evidence.Event) store.Result {
+func (tb *testBundle) ingest(t *testing.T, ev *checkpoint.Event) store.Result {
 	t.Helper()
 	res, err := tb.store.Ingest(t.Context(), ev, store.Meta{})
 	if err != nil {
@@ -139,7 +140,7 @@ func TestCoalescingRace(t *testing.T) {
 	if res := tb.ingest(t, snapshot(t, "e1", h[:3])); !res.Enqueued {
 		t.Fatalf("first event: %+v, want an enqueued extraction", res)
 	}
-	if res := tb.ingest(t, snapshot(t, "e2", h[:5])); res.Enqueued || res.Outcome != evidence.Accepted {
+	if res := tb.ingest(t, snapshot(t, "e2", h[:5])); res.Enqueued || res.Outcome != checkpoint.Accepted {
 		t.Fatalf("second event: %+v, want accepted without a new job", res)
 	}
 	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
@@ -223,15 +224,15 @@ func TestIngestOutcomes(t *testing.T) {
 	forgedHead := append([]json.RawMessage{json.RawMessage(`{"id":"m0","role":"user","content":"changed"}`)}, h[1:6]...)
 	tests := []struct {
 		name        string
-		ev          *evidence.Event
-		wantOutcome evidence.Outcome
-		wantReason  evidence.Reason
+		ev          *checkpoint.Event
+		wantOutcome checkpoint.Outcome
+		wantReason  checkpoint.Reason
 	}{
-		{"stale: shorter than the cursor", snapshot(t, "s", h[:3]), evidence.Stale, ""},
-		{"duplicate", snapshot(t, "d", h[:5]), evidence.Duplicate, ""},
-		{"same length, different tail", snapshot(t, "t", forgedTail), evidence.Stale, ""},
-		{"changed summarised message", snapshot(t, "m", forgedHead), evidence.Rejected, evidence.ReasonPrefixMismatch},
-		{"extension", snapshot(t, "x", h[:7]), evidence.Accepted, ""},
+		{"stale: shorter than the cursor", snapshot(t, "s", h[:3]), checkpoint.Stale, ""},
+		{"duplicate", snapshot(t, "d", h[:5]), checkpoint.Duplicate, ""},
+		{"same length, different tail", snapshot(t, "t", forgedTail), checkpoint.Stale, ""},
+		{"changed summarised message", snapshot(t, "m", forgedHead), checkpoint.Rejected, checkpoint.ReasonPrefixMismatch},
+		{"extension", snapshot(t, "x", h[:7]), checkpoint.Accepted, ""},
 	}
 	for _, tt := range tests {
 		res := tb.ingest(t, tt.ev)
@@ -247,7 +248,7 @@ func TestIngestOutcomes(t *testing.T) {
 	// A longer history that diverges in the unsummarised tail replaces it.
 	h2 := append(append([]json.RawMessage{}, h[:6]...), json.RawMessage(`{"id":"n6","role":"assistant","content":"regenerated"}`), h[6])
 	h2 = append(h2, json.RawMessage(`{"id":"n8","role":"user","content":"and then"}`))
-	if res := tb.ingest(t, snapshot(t, "r", h2)); res.Outcome != evidence.Accepted {
+	if res := tb.ingest(t, snapshot(t, "r", h2)); res.Outcome != checkpoint.Accepted {
 		t.Fatalf("divergent longer tail: %+v", res)
 	}
 	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
@@ -283,7 +284,7 @@ func TestDeleteConversation(t *testing.T) {
 	if held != 0 {
 		t.Errorf("%d held messages survive the delete", held)
 	}
-	if res := tb.ingest(t, snapshot(t, "late", h)); res.Outcome != evidence.Rejected || res.Reason != evidence.ReasonDeleted {
+	if res := tb.ingest(t, snapshot(t, "late", h)); res.Outcome != checkpoint.Rejected || res.Reason != checkpoint.ReasonDeleted {
 		t.Errorf("late event: %+v, want rejected as deleted", res)
 	}
 }
@@ -367,7 +368,7 @@ func TestLargeEventInChunks(t *testing.T) {
 		h = append(h, b)
 	}
 	raw, _ := json.Marshal(h)
-	msgs, err := evidence.DecodeMessages(raw)
+	msgs, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestLargeEventInChunks(t *testing.T) {
 		}
 	}
 
-	if res := tb.ingest(t, snapshot(t, "big", h[:2999])); res.Outcome != evidence.Accepted {
+	if res := tb.ingest(t, snapshot(t, "big", h[:2999])); res.Outcome != checkpoint.Accepted {
 		t.Fatalf("large snapshot: %+v", res)
 	}
 	for _, i := range []int{1, 1000, 2999} { // chain digest of [0, i) is stored with message i-1
@@ -390,11 +391,11 @@ func TestLargeEventInChunks(t *testing.T) {
 		if err := tb.pool.QueryRow(t.Context(), `SELECT chain FROM recall_message WHERE idx = $1`, i-1).Scan(&chain); err != nil {
 			t.Fatal(err)
 		}
-		want, err := evidence.PrefixDigest(msgs, i)
+		want, err := checkpoint.PrefixDigest(msgs, i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if evidence.Digest(chain) != want {
+		if checkpoint.Digest(chain) != want {
 			t.Fatalf("chain digest of [0, %d): got %x, want %s", i, chain, want)
 		}
 	}
@@ -404,17 +405,17 @@ func TestLargeEventInChunks(t *testing.T) {
 	tb.requireOracle(t, h[:2999])
 	requireHeld(2998, 2999)
 
-	prefix, err := evidence.PrefixDigest(msgs, 2999)
+	prefix, err := checkpoint.PrefixDigest(msgs, 2999)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": "append", "user_id": "u", "conversation_id": "c",
+	b, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "event_id": "append", "user_id": "u", "conversation_id": "c",
 		"offset": 2999, "prefix_digest": prefix.String(), "messages": h[2999:]})
-	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	ev, err := checkpoint.ParseEvent(b, checkpoint.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := tb.ingest(t, ev); res.Outcome != evidence.Accepted {
+	if res := tb.ingest(t, ev); res.Outcome != checkpoint.Accepted {
 		t.Fatalf("append after the large snapshot: %+v", res)
 	}
 	if _, err := tb.store.Extract(t.Context(), "u", "c"); err != nil {
@@ -522,12 +523,12 @@ func TestIngestWritesLargeChunksAlike(t *testing.T) {
 	}
 	large := append(slices.Clone(shared), json.RawMessage(fmt.Sprintf(`{"id":"big","role":"assistant","content":%q}`, strings.Repeat("All quiet on the export job. ", 10_000))))
 	ingest := func(conversationID string, msgs []json.RawMessage) {
-		b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": conversationID, "user_id": "u", "conversation_id": conversationID, "messages": msgs})
-		ev, err := evidence.ParseEvent(b, evidence.Limits{})
+		b, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "event_id": conversationID, "user_id": "u", "conversation_id": conversationID, "messages": msgs})
+		ev, err := checkpoint.ParseEvent(b, checkpoint.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res, err := tb.store.Ingest(t.Context(), ev, store.Meta{}); err != nil || res.Outcome != evidence.Accepted {
+		if res, err := tb.store.Ingest(t.Context(), ev, store.Meta{}); err != nil || res.Outcome != checkpoint.Accepted {
 			t.Fatalf("ingest %s: %+v, %v", conversationID, res, err)
 		}
 	}

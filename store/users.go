@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 )
 
@@ -139,7 +140,7 @@ LIMIT $5`, userID, conv, idx, start, s.cfg.ExportPage)
 				var id, excerpt []byte
 				var bucket int16
 				err := row.Scan(&e.ConversationID, &e.Index, &e.Span[0], &e.Span[1], &role, &id, &excerpt, &e.Truncated, &bucket)
-				e.Role, e.MessageID, e.Excerpt, e.Bucket = evidence.Role(role), string(id), string(excerpt), evidence.Bucket(bucket)
+				e.Role, e.MessageID, e.Excerpt, e.Bucket = checkpoint.Role(role), string(id), string(excerpt), evidence.Bucket(bucket)
 				return e, err
 			})
 			if err != nil {
@@ -219,7 +220,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (int, error) {
 	if _, err := s.pool.Exec(ctx, `
 UPDATE recall_rejection SET payload = NULL, payload_sha256 = NULL
 WHERE user_id = $1 AND (conversation_id = '' OR octet_length(conversation_id) > $2)
-    AND (payload IS NOT NULL OR payload_sha256 IS NOT NULL)`, userID, evidence.MaxKeyBytes); err != nil {
+    AND (payload IS NOT NULL OR payload_sha256 IS NOT NULL)`, userID, checkpoint.MaxKeyBytes); err != nil {
 		return 0, fmt.Errorf("delete a user: clear rejection payloads: %w", err)
 	}
 	deleted := 0
@@ -242,7 +243,7 @@ ORDER BY conversation_id LIMIT $3`,
 				return deleted, fmt.Errorf("delete a user: find conversations: %w", err)
 			}
 			for _, id := range ids {
-				if evidence.ValidateKey("conversation_id", id) != nil {
+				if checkpoint.ValidateKey("conversation_id", id) != nil {
 					continue // cleared above
 				}
 				if err := s.DeleteConversation(ctx, userID, id); err != nil {

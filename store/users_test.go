@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 )
 
@@ -56,10 +56,10 @@ func markedHistory(marker string, n int) []json.RawMessage {
 	return h
 }
 
-func eventFor(t *testing.T, id, userID, conversationID string, msgs []json.RawMessage) *evidence.Event {
+func eventFor(t *testing.T, id, userID, conversationID string, msgs []json.RawMessage) *checkpoint.Event {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "event_id": id, "user_id": userID, "conversation_id": conversationID, "messages": msgs})
-	ev, err := evidence.ParseEvent(b, evidence.Limits{})
+	b, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "event_id": id, "user_id": userID, "conversation_id": conversationID, "messages": msgs})
+	ev, err := checkpoint.ParseEvent(b, checkpoint.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func eventFor(t *testing.T, id, userID, conversationID string, msgs []json.RawMe
 func (ub *userBundle) conversation(t *testing.T, userID, conversationID, marker string, n int) {
 	t.Helper()
 	ev := eventFor(t, "e-"+userID+"-"+conversationID, userID, conversationID, markedHistory(marker, n))
-	if res, err := ub.st.Ingest(t.Context(), ev, store.Meta{}); err != nil || res.Outcome != evidence.Accepted {
+	if res, err := ub.st.Ingest(t.Context(), ev, store.Meta{}); err != nil || res.Outcome != checkpoint.Accepted {
 		t.Fatalf("ingest %s/%s: %+v, %v", userID, conversationID, res, err)
 	}
 	if _, err := ub.st.Extract(t.Context(), userID, conversationID); err != nil {
@@ -78,7 +78,7 @@ func (ub *userBundle) conversation(t *testing.T, userID, conversationID, marker 
 	}
 }
 
-func (ub *userBundle) reject(t *testing.T, seq uint64, reason evidence.Reason, userID, conversationID, marker string) {
+func (ub *userBundle) reject(t *testing.T, seq uint64, reason checkpoint.Reason, userID, conversationID, marker string) {
 	t.Helper()
 	err := ub.st.Reject(t.Context(), store.Rejection{Reason: reason, Detail: "test", EventID: fmt.Sprintf("r%d", seq),
 		UserID: userID, ConversationID: conversationID, Stream: "S", StreamSeq: seq,
@@ -102,18 +102,18 @@ func (ub *userBundle) twoUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A row that an event created only to be rejected: it holds nothing.
-	start := evidence.ChainStart()
+	start := checkpoint.ChainStart()
 	if _, err := ub.pool.Exec(t.Context(), `INSERT INTO recall_conversation (user_id, conversation_id, prefix_digest) VALUES ('u-a', 'c-empty', $1)`,
 		start[:]); err != nil {
 		t.Fatal(err)
 	}
 	ub.conversation(t, "u-b", "c1", markerB, 4)
 	ub.conversation(t, "u-b", "c9", markerB, 3)
-	ub.reject(t, 1, evidence.ReasonGap, "u-a", "c1", markerA)
-	ub.reject(t, 2, evidence.ReasonInvalid, "u-a", "c8-rejected", markerA)
-	ub.reject(t, 3, evidence.ReasonInvalid, "u-a", "", markerA)
-	ub.reject(t, 4, evidence.ReasonPrefixMismatch, "u-a", "c1", markerA)
-	ub.reject(t, 5, evidence.ReasonGap, "u-b", "c1", markerB)
+	ub.reject(t, 1, checkpoint.ReasonGap, "u-a", "c1", markerA)
+	ub.reject(t, 2, checkpoint.ReasonInvalid, "u-a", "c8-rejected", markerA)
+	ub.reject(t, 3, checkpoint.ReasonInvalid, "u-a", "", markerA)
+	ub.reject(t, 4, checkpoint.ReasonPrefixMismatch, "u-a", "c1", markerA)
+	ub.reject(t, 5, checkpoint.ReasonGap, "u-b", "c1", markerB)
 }
 
 func collect[T any](t *testing.T, seq func(func(T, error) bool)) []T {
@@ -320,7 +320,7 @@ func TestDeleteUser(t *testing.T) {
 	ub.twoUsers(t)
 	ctx := t.Context()
 	// Held messages (not summarised yet) carry the marker too.
-	if res, err := ub.st.Ingest(ctx, eventFor(t, "held", "u-a", "c-held", markedHistory(markerA, 4)), store.Meta{}); err != nil || res.Outcome != evidence.Accepted {
+	if res, err := ub.st.Ingest(ctx, eventFor(t, "held", "u-a", "c-held", markedHistory(markerA, 4)), store.Meta{}); err != nil || res.Outcome != checkpoint.Accepted {
 		t.Fatalf("ingest: %+v, %v", res, err)
 	}
 
@@ -378,7 +378,7 @@ func TestDeleteUser(t *testing.T) {
 	// Each key stays deleted; a new one is accepted.
 	for _, c := range []string{"c1", "c5", "c-held", "c-empty", "c8-rejected"} {
 		res, err := ub.st.Ingest(ctx, eventFor(t, "late-"+c, "u-a", c, markedHistory(markerA, 3)), store.Meta{})
-		if err != nil || res.Outcome != evidence.Rejected || res.Reason != evidence.ReasonDeleted {
+		if err != nil || res.Outcome != checkpoint.Rejected || res.Reason != checkpoint.ReasonDeleted {
 			t.Errorf("late event for u-a/%s: %+v, %v; want rejected as deleted", c, res, err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
@@ -33,7 +33,7 @@ type poisoned struct {
 
 var errPoisoned = errors.New("this event cannot be recorded")
 
-func (p *poisoned) Ingest(ctx context.Context, ev *evidence.Event, meta store.Meta) (store.Result, error) {
+func (p *poisoned) Ingest(ctx context.Context, ev *checkpoint.Event, meta store.Meta) (store.Result, error) {
 	p.mu.Lock()
 	p.singles++
 	p.mu.Unlock()
@@ -116,7 +116,7 @@ func TestBatchWithOneFailingEvent(t *testing.T) {
 			t.Errorf("conversation c%d holds %d messages", i, got)
 		}
 	}
-	if got := b.Rejections(); strings.Join(got, ",") != string(evidence.ReasonMalformed) {
+	if got := b.Rejections(); strings.Join(got, ",") != string(checkpoint.ReasonMalformed) {
 		t.Errorf("rejections %v, want the undecodable event's only", got)
 	}
 	// Only the failing event is redelivered.
@@ -126,7 +126,7 @@ func TestBatchWithOneFailingEvent(t *testing.T) {
 	}
 	var ids []string
 	for m := range again.Messages() {
-		uid, cid, eid := evidence.ProbeKey(m.Data())
+		uid, cid, eid := checkpoint.ProbeKey(m.Data())
 		ids = append(ids, uid+"/"+cid+"/"+eid)
 		_ = m.Term()
 	}

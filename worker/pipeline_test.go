@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
@@ -51,13 +51,13 @@ func loadCorpus(t *testing.T) []corpusConversation {
 func turns(t *testing.T, msgs []json.RawMessage) [][]json.RawMessage {
 	t.Helper()
 	raw, _ := json.Marshal(msgs)
-	decoded, err := evidence.DecodeMessages(raw)
+	decoded, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][]json.RawMessage
 	for i := range decoded {
-		if decoded[i].Role == evidence.RoleUser {
+		if decoded[i].Role == checkpoint.RoleUser {
 			out = append(out, msgs[:i+1])
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
@@ -20,12 +20,12 @@ func msg(id, role, content string) json.RawMessage {
 func appendEvent(t *testing.T, eventID, user, conv string, history []json.RawMessage, offset int) []byte {
 	t.Helper()
 	raw, _ := json.Marshal(history[:offset])
-	msgs, err := evidence.DecodeMessages(raw)
+	msgs, err := checkpoint.DecodeMessages(raw)
 	pt.Must(t, err)
-	d, err := evidence.PrefixDigest(msgs, offset)
+	d, err := checkpoint.PrefixDigest(msgs, offset)
 	pt.Must(t, err)
 	b, _ := json.Marshal(map[string]any{
-		"schema": evidence.Schema, "event_id": eventID, "user_id": user, "conversation_id": conv,
+		"schema": checkpoint.Schema, "event_id": eventID, "user_id": user, "conversation_id": conv,
 		"offset": offset, "prefix_digest": d.String(), "messages": history[offset:],
 	})
 	return b
@@ -163,7 +163,7 @@ func TestDeleteEvent(t *testing.T) {
 	history := []json.RawMessage{msg("m0", "user", "We must ship by Friday."), msg("m1", "assistant", "ok"), msg("m2", "user", "next")}
 	b.Publish("s0", pt.Event("s0", "u", "c", history))
 	b.WaitCursor("u", "c", 2, 10*time.Second)
-	del, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "kind": "delete", "event_id": "d0", "user_id": "u", "conversation_id": "c"})
+	del, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "kind": "delete", "event_id": "d0", "user_id": "u", "conversation_id": "c"})
 	b.Publish("d0", del)
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 )
 
@@ -18,23 +18,23 @@ func TestSettle(t *testing.T) {
 	failed := errors.New("connection refused")
 	for _, tc := range []struct {
 		name    string
-		outcome evidence.Outcome
+		outcome checkpoint.Outcome
 		err     error
 		age     time.Duration
 		want    settlement
 	}{
-		{"store failed", evidence.Applied, failed, 0, settleRetry},
-		{"store failed on a gap", evidence.Gap, failed, time.Hour, settleRetry},
-		{"rejected", evidence.Rejected, nil, 0, settleTerm},
-		{"young gap", evidence.Gap, nil, gapTimeout - time.Millisecond, settleGapWait},
-		{"gap as old as the timeout", evidence.Gap, nil, gapTimeout, settleGapReject},
-		{"old gap", evidence.Gap, nil, time.Hour, settleGapReject},
-		{"applied", evidence.Applied, nil, 0, settleAck},
-		{"accepted", evidence.Accepted, nil, 0, settleAck},
-		{"duplicate", evidence.Duplicate, nil, 0, settleAck},
-		{"stale", evidence.Stale, nil, time.Hour, settleAck},
-		{"deleted", evidence.Deleted, nil, 0, settleAck},
-		{"nothing to summarise", evidence.NothingToSummarise, nil, 0, settleAck},
+		{"store failed", checkpoint.Applied, failed, 0, settleRetry},
+		{"store failed on a gap", checkpoint.Gap, failed, time.Hour, settleRetry},
+		{"rejected", checkpoint.Rejected, nil, 0, settleTerm},
+		{"young gap", checkpoint.Gap, nil, gapTimeout - time.Millisecond, settleGapWait},
+		{"gap as old as the timeout", checkpoint.Gap, nil, gapTimeout, settleGapReject},
+		{"old gap", checkpoint.Gap, nil, time.Hour, settleGapReject},
+		{"applied", checkpoint.Applied, nil, 0, settleAck},
+		{"accepted", checkpoint.Accepted, nil, 0, settleAck},
+		{"duplicate", checkpoint.Duplicate, nil, 0, settleAck},
+		{"stale", checkpoint.Stale, nil, time.Hour, settleAck},
+		{"deleted", checkpoint.Deleted, nil, 0, settleAck},
+		{"nothing to summarise", checkpoint.NothingToSummarise, nil, 0, settleAck},
 	} {
 		if got := settle(store.Result{Outcome: tc.outcome}, tc.err, tc.age, gapTimeout); got != tc.want {
 			t.Errorf("%s: settle = %d, want %d", tc.name, got, tc.want)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
@@ -77,7 +77,7 @@ func TestAckedEventsLeaveTheStream(t *testing.T) {
 
 	// A delete event and a late event for the deleted key: nothing of the
 	// key stays in the stream.
-	del, _ := json.Marshal(map[string]any{"schema": evidence.Schema, "kind": "delete", "event_id": "d0", "user_id": "u", "conversation_id": "c"})
+	del, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "kind": "delete", "event_id": "d0", "user_id": "u", "conversation_id": "c"})
 	b.Publish("d0", del)
 	b.Publish("late", pt.Event("late", "u", "c", history))
 	b.WaitRejections(2, 10*time.Second)

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/publisher"
 )
 
@@ -46,7 +46,7 @@ func (w *Worker) startBatch(ctx context.Context, msgs []jetstream.Msg) (context.
 		}
 		parent = sc
 		links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
-			attribute.String("messaging.message.id", loggableID(h.Get(jetstream.MsgIDHeader), evidence.MaxEventIDBytes)),
+			attribute.String("messaging.message.id", loggableID(h.Get(jetstream.MsgIDHeader), checkpoint.MaxEventIDBytes)),
 		}})
 	}
 	opts := []trace.SpanStartOption{
@@ -75,14 +75,14 @@ func endBatch(span trace.Span, items []*pending) {
 		span.End()
 		return
 	}
-	counts := map[evidence.Outcome]int{}
+	counts := map[checkpoint.Outcome]int{}
 	for _, p := range items {
 		counts[p.outcome]++
 	}
 	for outcome, n := range counts {
 		span.SetAttributes(attribute.Int("recall.events."+outcome.String(), n))
 	}
-	if counts[evidence.Retried] > 0 {
+	if counts[checkpoint.Retried] > 0 {
 		span.SetStatus(codes.Error, "events could not be recorded and will be retried")
 	}
 	span.End()

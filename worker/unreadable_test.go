@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
 )
 
@@ -22,7 +22,7 @@ func TestUnreadableEventIDs(t *testing.T) {
 	t.Parallel()
 	b := pt.New(t)
 	b.StartWorker(2)
-	deep := evidence.MaxEventDepth
+	deep := checkpoint.MaxEventDepth
 	tests := []struct {
 		name       string
 		msgID      string

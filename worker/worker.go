@@ -32,15 +32,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/metrics"
-	"github.com/recallhq/recall/publisher"
 	"github.com/recallhq/recall/store"
 )
 
 // Ingester records events; *store.Store implements it.
 type Ingester interface {
-	Ingest(ctx context.Context, ev *evidence.Event, meta store.Meta) (store.Result, error)
+	Ingest(ctx context.Context, ev *checkpoint.Event, meta store.Meta) (store.Result, error)
 	IngestBatch(ctx context.Context, events []store.BatchEvent) ([]store.Result, error)
 	Reject(ctx context.Context, r store.Rejection) error
 }
@@ -50,8 +49,8 @@ const (
 	// DefaultStream is the JetStream stream of checkpoint events.
 	DefaultStream = "RECALL_CHECKPOINTS"
 	// DefaultSubject is the checkpoint subject, the one the publisher
-	// package publishes to.
-	DefaultSubject = publisher.DefaultSubject
+	// package publishes to ([checkpoint.Subject]).
+	DefaultSubject = checkpoint.Subject
 	// DefaultDurable is the durable consumer every worker process shares.
 	DefaultDurable = "recall-worker"
 	// DefaultConcurrency bounds the batches (transactions) one process
@@ -94,7 +93,7 @@ type Config struct {
 	// 1 records each event alone. Defaults to DefaultMaxBatch (64).
 	MaxBatch int
 	// Limits bound the events accepted. Defaults to evidence's defaults.
-	Limits evidence.Limits
+	Limits checkpoint.Limits
 	// GapTimeout is how long an append event that starts after the history
 	// recall holds is retried before it is rejected as gap. Defaults to 10s.
 	GapTimeout time.Duration
@@ -511,10 +510,10 @@ type pending struct {
 	attrs []slog.Attr
 	// ev is the decoded event, nil once the message has ended (an event
 	// that could not be decoded is rejected at once).
-	ev      *evidence.Event
+	ev      *checkpoint.Event
 	smeta   store.Meta
-	outcome evidence.Outcome
-	reason  evidence.Reason
+	outcome checkpoint.Outcome
+	reason  checkpoint.Reason
 }
 
 // prepare decodes a message's event. A message that is not a JetStream
@@ -536,13 +535,13 @@ func (w *Worker) prepare(ctx context.Context, msg jetstream.Msg, start time.Time
 	p.smeta = store.Meta{Stream: meta.Stream, StreamCreated: created, StreamSeq: meta.Sequence.Stream, PublishedAt: meta.Timestamp, Payload: data}
 	// data is the message's own and never changes: the event's texts may
 	// share it.
-	ev, err := evidence.ParseEventInPlace(data, w.cfg.Limits)
+	ev, err := checkpoint.ParseEventInPlace(data, w.cfg.Limits)
 	if err != nil {
-		var rej *evidence.RejectError
+		var rej *checkpoint.RejectError
 		if !errors.As(err, &rej) {
-			rej = &evidence.RejectError{Reason: evidence.ReasonInvalid, Detail: "cannot decode the event"}
+			rej = &checkpoint.RejectError{Reason: checkpoint.ReasonInvalid, Detail: "cannot decode the event"}
 		}
-		uid, cid, eid := evidence.ProbeKey(data)
+		uid, cid, eid := checkpoint.ProbeKey(data)
 		if eid == "" {
 			// The payload names no event id it can be read by (it is not
 			// JSON, not UTF-8, or has no event_id): the publisher's
@@ -577,11 +576,11 @@ func settle(res store.Result, err error, age, gapTimeout time.Duration) settleme
 	switch {
 	case err != nil:
 		return settleRetry
-	case res.Outcome == evidence.Rejected:
+	case res.Outcome == checkpoint.Rejected:
 		return settleTerm
-	case res.Outcome == evidence.Gap && age < gapTimeout:
+	case res.Outcome == checkpoint.Gap && age < gapTimeout:
 		return settleGapWait
-	case res.Outcome == evidence.Gap:
+	case res.Outcome == checkpoint.Gap:
 		return settleGapReject
 	}
 	return settleAck
@@ -596,16 +595,16 @@ func (w *Worker) finish(ctx context.Context, p *pending, res store.Result, err e
 	case settleRetry:
 		p.attrs = append(p.attrs, slog.String("error", err.Error()))
 		w.nak(msg, meta)
-		p.outcome = evidence.Retried
+		p.outcome = checkpoint.Retried
 	case settleTerm:
 		p.attrs = append(p.attrs, slog.String("detail", res.Detail))
 		w.term(msg, res.Reason)
-		p.outcome, p.reason = evidence.Rejected, res.Reason
+		p.outcome, p.reason = checkpoint.Rejected, res.Reason
 	case settleGapWait:
 		_ = msg.NakWithDelay(min(backoff(meta.NumDelivered), w.cfg.GapTimeout-age+10*time.Millisecond))
-		p.outcome = evidence.GapRetried
+		p.outcome = checkpoint.GapRetried
 	case settleGapReject:
-		p.outcome, p.reason = w.reject(ctx, msg, meta, store.Rejection{Reason: evidence.ReasonGap,
+		p.outcome, p.reason = w.reject(ctx, msg, meta, store.Rejection{Reason: checkpoint.ReasonGap,
 			Detail:  fmt.Sprintf("messages before offset %d never arrived within %s", ev.Offset, w.cfg.GapTimeout),
 			EventID: ev.EventID, UserID: ev.UserID, ConversationID: ev.ConversationID,
 			Stream: meta.Stream, StreamCreated: p.smeta.StreamCreated, StreamSeq: meta.Sequence.Stream, Payload: p.smeta.Payload}, &p.attrs)
@@ -621,7 +620,7 @@ func (w *Worker) finish(ctx context.Context, p *pending, res store.Result, err e
 // and logs it.
 func (w *Worker) record(ctx context.Context, p *pending) {
 	outcome, reason, attrs := p.outcome, p.reason, p.attrs
-	if w.deleteHandled && outcome != evidence.Retried && outcome != evidence.GapRetried {
+	if w.deleteHandled && outcome != checkpoint.Retried && outcome != checkpoint.GapRetried {
 		w.deleteFromStream(ctx, p.meta.Sequence.Stream, &attrs)
 	}
 	if w.cfg.Metrics != nil {
@@ -629,7 +628,7 @@ func (w *Worker) record(ctx context.Context, p *pending) {
 		w.cfg.Metrics.IngestSeconds.Observe(time.Since(p.start).Seconds())
 	}
 	level := slog.LevelDebug
-	if outcome == evidence.Rejected || outcome == evidence.Retried {
+	if outcome == checkpoint.Rejected || outcome == checkpoint.Retried {
 		level = slog.LevelWarn
 	}
 	attrs = append(attrs, slog.String("outcome", outcome.String()))
@@ -671,15 +670,15 @@ func (w *Worker) heartbeat(msgs ...jetstream.Msg) func() {
 
 // reject records a rejection, then terminates the message. When the record
 // cannot be written the message is nak'd, so it is never dropped unrecorded.
-func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, r store.Rejection, attrs *[]slog.Attr) (evidence.Outcome, evidence.Reason) {
+func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, r store.Rejection, attrs *[]slog.Attr) (checkpoint.Outcome, checkpoint.Reason) {
 	*attrs = append(*attrs, slog.String("detail", r.Detail))
 	if err := w.ing.Reject(ctx, r); err != nil {
 		*attrs = append(*attrs, slog.String("error", err.Error()))
 		w.nak(msg, meta)
-		return evidence.Retried, ""
+		return checkpoint.Retried, ""
 	}
 	w.term(msg, r.Reason)
-	return evidence.Rejected, r.Reason
+	return checkpoint.Rejected, r.Reason
 }
 
 // keyAttrs are the log attributes naming an event and its conversation. An
@@ -688,9 +687,9 @@ func (w *Worker) reject(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 // is logged as "(invalid)".
 func keyAttrs(eventID, userID, conversationID string) []slog.Attr {
 	return []slog.Attr{
-		slog.String("event_id", loggableID(eventID, evidence.MaxEventIDBytes)),
-		slog.String("user_id", loggableID(userID, evidence.MaxKeyBytes)),
-		slog.String("conversation_id", loggableID(conversationID, evidence.MaxKeyBytes)),
+		slog.String("event_id", loggableID(eventID, checkpoint.MaxEventIDBytes)),
+		slog.String("user_id", loggableID(userID, checkpoint.MaxKeyBytes)),
+		slog.String("conversation_id", loggableID(conversationID, checkpoint.MaxKeyBytes)),
 	}
 }
 
@@ -720,7 +719,7 @@ func (w *Worker) deleteFromStream(ctx context.Context, seq uint64, attrs *[]slog
 	}
 }
 
-func (w *Worker) term(msg jetstream.Msg, reason evidence.Reason) {
+func (w *Worker) term(msg jetstream.Msg, reason checkpoint.Reason) {
 	if w.termReason {
 		_ = msg.TermWithReason(string(reason))
 		return

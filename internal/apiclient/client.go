@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/redact"
 )
 
@@ -131,7 +131,7 @@ type RejectedError struct{ EventID, Reason, Detail string }
 
 func (e *RejectedError) Error() string {
 	msg := fmt.Sprintf("recall rejected event %s: reason=%s (%s)", e.EventID, e.Reason, e.Detail)
-	if e.Reason == string(evidence.ReasonDeleted) {
+	if e.Reason == string(checkpoint.ReasonDeleted) {
 		msg += "; the conversation was deleted, and a deleted conversation stays deleted: publish under a new conversation_id"
 	}
 	return msg

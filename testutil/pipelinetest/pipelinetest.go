@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/riverqueue/river"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/pipeline"
@@ -233,7 +234,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // Event builds a snapshot event of msgs.
 func Event(eventID, userID, conversationID string, msgs []json.RawMessage) []byte {
 	ev := map[string]any{
-		"schema": evidence.Schema, "kind": "snapshot", "event_id": eventID,
+		"schema": checkpoint.Schema, "kind": "snapshot", "event_id": eventID,
 		"user_id": userID, "conversation_id": conversationID, "offset": 0, "prefix_digest": nil,
 		"messages": msgs,
 	}
@@ -304,7 +305,7 @@ func (b *Bundle) WaitRejections(n int, timeout time.Duration) []string {
 func Oracle(t testing.TB, history []json.RawMessage) evidence.State {
 	t.Helper()
 	raw, _ := json.Marshal(history)
-	msgs, err := evidence.DecodeMessages(raw)
+	msgs, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,14 +326,14 @@ func RequireState(t testing.TB, rec evidence.Record, want evidence.State) {
 	}
 	gj, _ := json.Marshal(struct {
 		C int
-		P evidence.Digest
+		P checkpoint.Digest
 		O int
 		B evidence.Buckets
 		S []evidence.Shown
 	}{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets, got.Shown})
 	wj, _ := json.Marshal(struct {
 		C int
-		P evidence.Digest
+		P checkpoint.Digest
 		O int
 		B evidence.Buckets
 		S []evidence.Shown

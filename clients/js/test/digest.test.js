@@ -1,5 +1,5 @@
 // Canonicalisation and digests against RFC 8785's examples and the recall
-// repository's digest vectors (evidence/testdata/digest_vectors.json).
+// repository's digest vectors (checkpoint/testdata/digest_vectors.json).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,7 +10,7 @@ import {
 } from "../src/index.js";
 import { readRepoJSON } from "./repo.js";
 
-const vectors = readRepoJSON("evidence/testdata/digest_vectors.json");
+const vectors = readRepoJSON("checkpoint/testdata/digest_vectors.json");
 
 test("RFC 8785 example", () => {
   const input = JSON.parse('{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001], "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false]}');

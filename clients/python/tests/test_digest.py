@@ -1,5 +1,5 @@
 """Canonicalisation and digests, checked against RFC 8785's examples and the
-recall repository's digest vectors (evidence/testdata/digest_vectors.json)."""
+recall repository's digest vectors (checkpoint/testdata/digest_vectors.json)."""
 
 import json
 import os
@@ -11,7 +11,7 @@ from recall_client import (CHAIN_START, MessageError, append_event, canonicalize
 from recall_client.jcs import serialize_number
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-VECTORS = os.path.join(ROOT, "evidence", "testdata", "digest_vectors.json")
+VECTORS = os.path.join(ROOT, "checkpoint", "testdata", "digest_vectors.json")
 
 
 class TestJCS(unittest.TestCase):

@@ -15,7 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/testutil/pgtest"
 )
@@ -223,8 +223,8 @@ func TestRejectionsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, r := range []store.Rejection{
-		{Reason: evidence.ReasonGap, Detail: "gap", EventID: "e1", UserID: "u", ConversationID: "c", Stream: "S", StreamSeq: 1, Payload: []byte(`{"secret":"text"}`)},
-		{Reason: evidence.ReasonInvalid, Detail: "bad role", EventID: "e2", UserID: "u", ConversationID: "c", Stream: "S", StreamSeq: 2, Payload: []byte(`{"secret":"text"}`)},
+		{Reason: checkpoint.ReasonGap, Detail: "gap", EventID: "e1", UserID: "u", ConversationID: "c", Stream: "S", StreamSeq: 1, Payload: []byte(`{"secret":"text"}`)},
+		{Reason: checkpoint.ReasonInvalid, Detail: "bad role", EventID: "e2", UserID: "u", ConversationID: "c", Stream: "S", StreamSeq: 2, Payload: []byte(`{"secret":"text"}`)},
 	} {
 		if err := st.Reject(t.Context(), r); err != nil {
 			t.Fatalf("row %d: %v", i, err)

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/recallhq/recall/internal/apiclient"
 	"io"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/apiclient"
 
 	"github.com/lmittmann/tint"
 	"go.opentelemetry.io/otel/trace"
@@ -212,7 +214,7 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	str(flagsLog, &c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	num(flagsWorker, &c.Concurrency, "concurrency", "RECALL_CONCURRENCY", worker.DefaultConcurrency, "ingest transactions (batches of events) at once, and extraction workers")
 	num(flagsWorker, &c.MaxBatch, "max-batch", "RECALL_MAX_BATCH", worker.DefaultMaxBatch, "events one ingest transaction records at most (1: each event alone)")
-	num(flagsLimits, &c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", evidence.DefaultMaxEventBytes, "largest event accepted; larger ones are rejected as too_large")
+	num(flagsLimits, &c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", checkpoint.DefaultMaxEventBytes, "largest event accepted; larger ones are rejected as too_large")
 	str(flagsProfile, &c.Profile, "evidence-profile", "RECALL_EVIDENCE_PROFILE", string(evidence.ProfileFocus), "evidence profile: focus (sentences, an archive, a view per request) or seed (the seed system's rules exactly)")
 	num(flagsProfile, &c.ArchiveMaxEntries, "archive-max-entries", "RECALL_ARCHIVE_MAX_ENTRIES", evidence.DefaultMaxArchiveEntries, "entries a conversation's archive keeps (focus profile); the oldest recent_context entries go first")
 	dur(flagsWorker, &c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", worker.DefaultGapTimeout, "how long an append event with a gap is retried before it is rejected")

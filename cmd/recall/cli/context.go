@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/recallhq/recall/assemble"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 )
 
 func init() {
@@ -127,7 +127,7 @@ func printContext(w io.Writer, req *assemble.Request, res *assemble.Result) erro
 func summarise(m *assemble.Message) string {
 	var text string
 	if json.Unmarshal(m.Content, &text) != nil {
-		if dm, err := evidence.DecodeMessage(m.AppendJSON(nil)); err == nil {
+		if dm, err := checkpoint.DecodeMessage(m.AppendJSON(nil)); err == nil {
 			text = dm.Text
 		}
 	}

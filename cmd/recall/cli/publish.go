@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/examples"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/redact"
@@ -210,7 +210,7 @@ func runPublish(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprint(out, " duplicate=true")
 		}
 		fmt.Fprintln(out)
-		if f.wait && pe.event.Kind != evidence.KindDelete {
+		if f.wait && pe.event.Kind != checkpoint.KindDelete {
 			evidenceJSON, err = (&apiclient.Client{BaseURL: f.apiURL, Token: token}).WaitForEvidence(ctx, in.userID, in.conversationID, pe.newestUser, ack.EventID, f.waitTimeout)
 			if err != nil {
 				return fmt.Errorf("after event %d of %d: %w", i+1, len(events), err)
@@ -251,12 +251,12 @@ func readPublishInput(env *Env, name string) ([]byte, error) {
 	}
 	// A little more than the largest event recall accepts by default, so
 	// that an oversized one is reported as such below.
-	data, err := io.ReadAll(io.LimitReader(r, evidence.DefaultMaxEventBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, checkpoint.DefaultMaxEventBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read input: %w", err)
 	}
-	if len(data) > evidence.DefaultMaxEventBytes {
-		return nil, fmt.Errorf("input is larger than %d bytes, the largest event recall accepts by default", evidence.DefaultMaxEventBytes)
+	if len(data) > checkpoint.DefaultMaxEventBytes {
+		return nil, fmt.Errorf("input is larger than %d bytes, the largest event recall accepts by default", checkpoint.DefaultMaxEventBytes)
 	}
 	return data, nil
 }
@@ -270,7 +270,7 @@ type publishInput struct {
 	// offset and prefix are an input event's own; with offset 0, messages
 	// is the full history.
 	offset   int
-	prefix   *evidence.Digest
+	prefix   *checkpoint.Digest
 	messages []json.RawMessage
 }
 
@@ -285,7 +285,7 @@ func parsePublishInput(data []byte, f *publishFlags) (*publishInput, error) {
 	if err := jsonSyntax(data); err != nil {
 		return nil, err
 	}
-	in := &publishInput{kind: evidence.KindSnapshot}
+	in := &publishInput{kind: checkpoint.KindSnapshot}
 	switch data[0] {
 	case '[':
 		if err := json.Unmarshal(data, &in.messages); err != nil {
@@ -344,7 +344,7 @@ func parsePublishEvent(obj map[string]json.RawMessage, f *publishFlags) (*publis
 	if err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
-	ev, err := evidence.ParseEvent(data, evidence.Limits{})
+	ev, err := checkpoint.ParseEvent(data, checkpoint.Limits{})
 	if err != nil {
 		return nil, fmt.Errorf("recall would reject this event: %w", err)
 	}
@@ -355,7 +355,7 @@ func parsePublishEvent(obj map[string]json.RawMessage, f *publishFlags) (*publis
 		conversationID: ev.ConversationID,
 		offset:         ev.Offset,
 	}
-	if ev.Kind == evidence.KindDelete {
+	if ev.Kind == checkpoint.KindDelete {
 		return in, nil
 	}
 	if ev.Offset > 0 {
@@ -392,7 +392,7 @@ type publishEvent struct {
 
 // events builds the events the flags ask for.
 func (in *publishInput) events(f *publishFlags) ([]publishEvent, error) {
-	if in.kind == evidence.KindDelete {
+	if in.kind == checkpoint.KindDelete {
 		if f.offset > 0 || f.turns {
 			return nil, errors.New("a delete event carries no messages: --offset and --turns do not apply")
 		}
@@ -418,7 +418,7 @@ func (in *publishInput) events(f *publishFlags) ([]publishEvent, error) {
 			return nil, fmt.Errorf("the input is already an append event at offset %d: --offset and --turns need the full history", in.offset)
 		}
 		return []publishEvent{{event: &publisher.Event{
-			Kind:           evidence.KindSnapshot,
+			Kind:           checkpoint.KindSnapshot,
 			EventID:        in.eventID,
 			UserID:         in.userID,
 			ConversationID: in.conversationID,
@@ -463,9 +463,9 @@ func (in *publishInput) events(f *publishFlags) ([]publishEvent, error) {
 func userMessages(msgs []json.RawMessage, offset int) ([]int, error) {
 	var out []int
 	for i, raw := range msgs {
-		m, err := evidence.DecodeMessage(raw)
+		m, err := checkpoint.DecodeMessage(raw)
 		if err != nil {
-			var de *evidence.DecodeError
+			var de *checkpoint.DecodeError
 			if errors.As(err, &de) {
 				cp := *de
 				cp.Index = offset + i

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/testutil/natstest"
 	"github.com/recallhq/recall/worker"
 )
@@ -73,11 +73,11 @@ func (b *publishBundle) run(t *testing.T, stdin string, args ...string) (string,
 
 type fetchedEvent struct {
 	msgID string
-	event *evidence.Event
+	event *checkpoint.Event
 }
 
 // fetch reads the stream's events with a consumer; each must pass
-// evidence.ParseEvent.
+// checkpoint.ParseEvent.
 func (b *publishBundle) fetch(t *testing.T) []fetchedEvent {
 	t.Helper()
 	info, err := b.stream.Info(t.Context())
@@ -97,7 +97,7 @@ func (b *publishBundle) fetch(t *testing.T) []fetchedEvent {
 	}
 	var out []fetchedEvent
 	for msg := range batch.Messages() {
-		ev, err := evidence.ParseEvent(msg.Data(), evidence.Limits{})
+		ev, err := checkpoint.ParseEvent(msg.Data(), checkpoint.Limits{})
 		if err != nil {
 			t.Fatalf("event %d: %v", len(out), err)
 		}
@@ -106,7 +106,7 @@ func (b *publishBundle) fetch(t *testing.T) []fetchedEvent {
 	return out
 }
 
-func historyOf(t *testing.T, corpus string) []evidence.Message {
+func historyOf(t *testing.T, corpus string) []checkpoint.Message {
 	t.Helper()
 	var c struct {
 		Messages json.RawMessage `json:"messages"`
@@ -114,7 +114,7 @@ func historyOf(t *testing.T, corpus string) []evidence.Message {
 	if err := json.Unmarshal([]byte(corpus), &c); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := evidence.DecodeMessages(c.Messages)
+	msgs, err := checkpoint.DecodeMessages(c.Messages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPublishCommand(t *testing.T) {
 		}},
 		{"append with --offset", publishTestHistory, []string{"--offset", "3"}, 1, func(t *testing.T, evs []fetchedEvent) {
 			ev := evs[0].event
-			want, _ := evidence.PrefixDigest(history, 3)
+			want, _ := checkpoint.PrefixDigest(history, 3)
 			if ev.Offset != 3 || len(ev.Messages) != len(history)-3 || ev.PrefixDigest != want {
 				t.Errorf("got offset %d, %d messages, prefix %s; want 3, %d, %s", ev.Offset, len(ev.Messages), ev.PrefixDigest, len(history)-3, want)
 			}
@@ -180,7 +180,7 @@ func TestPublishCommand(t *testing.T) {
 				}
 			}},
 		{"delete event", `{"schema":"recall.checkpoint.v1","kind":"delete","user_id":"u-1","conversation_id":"c-1"}`, nil, 1, func(t *testing.T, evs []fetchedEvent) {
-			if evs[0].event.Kind != evidence.KindDelete {
+			if evs[0].event.Kind != checkpoint.KindDelete {
 				t.Errorf("kind %s", evs[0].event.Kind)
 			}
 		}},

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/store"
 )
@@ -37,12 +37,12 @@ func runRejections(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, positional); err != nil {
 		return err
 	}
-	f := store.RejectionFilter{Reason: evidence.Reason(*reason), UserID: *user, ConversationID: *conversation,
+	f := store.RejectionFilter{Reason: checkpoint.Reason(*reason), UserID: *user, ConversationID: *conversation,
 		EventID: *eventID, Limit: *limit, Payloads: *payloads}
 	if f.Since, err = parseSince(*since, time.Now()); err != nil {
 		return err
 	}
-	if *reason != "" && !slices.Contains(evidence.Reasons, f.Reason) {
+	if *reason != "" && !slices.Contains(checkpoint.Reasons, f.Reason) {
 		return fmt.Errorf("--reason %q is not a rejection reason: %s", *reason, reasonList())
 	}
 	if *limit <= 0 {
@@ -85,8 +85,8 @@ func runRejections(ctx context.Context, env *Env, args []string) error {
 }
 
 func reasonList() string {
-	names := make([]string, len(evidence.Reasons))
-	for i, r := range evidence.Reasons {
+	names := make([]string, len(checkpoint.Reasons))
+	for i, r := range checkpoint.Reasons {
 		names[i] = string(r)
 	}
 	return strings.Join(names, ", ")

@@ -23,7 +23,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/recallhq/recall/api"
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/internal/telemetry"
@@ -212,7 +212,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Store: &store.Config{Fold: fold},
 			Jobs:  &jobs.Config{Workers: cfg.Concurrency, RejectionRetention: cfg.RejectionRetention},
 			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency, MaxBatch: cfg.MaxBatch,
-				Limits: evidence.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
+				Limits: checkpoint.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
 			Metrics: m, TracerProvider: a.tp, Logger: logger,
 		})
 		if err != nil {
@@ -260,7 +260,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Metrics:            m,
 			Logger:             logger,
 			Publisher:          streamPublisher{js: js, subject: cfg.Subject, stream: cfg.Stream},
-			Limits:             evidence.Limits{MaxEventBytes: cfg.MaxEventBytes},
+			Limits:             checkpoint.Limits{MaxEventBytes: cfg.MaxEventBytes},
 			Rejections:         storeRejections{apiStore},
 			Users:              storeUsers{apiStore},
 			TracerProvider:     a.tp,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/store"
 )
@@ -34,7 +35,7 @@ func runState(ctx context.Context, env *Env, args []string) error {
 	}
 	userID, convID := positional[0], positional[1]
 	for _, k := range []struct{ name, v string }{{"USER_ID", userID}, {"CONVERSATION_ID", convID}} {
-		if err := evidence.ValidateKey(k.name, k.v); err != nil {
+		if err := checkpoint.ValidateKey(k.name, k.v); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/apiclient"
 )
 
@@ -32,7 +32,7 @@ func runToken(ctx context.Context, env *Env, args []string) error {
 		return errUsage
 	}
 	user := positional[0]
-	if err := evidence.ValidateKey("USER_ID", user); err != nil {
+	if err := checkpoint.ValidateKey("USER_ID", user); err != nil {
 		return err
 	}
 	if *ttl <= 0 {

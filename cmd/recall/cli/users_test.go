@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/testutil/natstest"
 	"github.com/recallhq/recall/testutil/pgtest"
@@ -219,13 +219,13 @@ func TestUserRoutes(t *testing.T) {
 	// An event the worker rejects (a role no message may have), recorded
 	// with its payload, for a key that holds no conversation.
 	bad := []byte(fmt.Sprintf(`{"schema":%q,"event_id":"e-a-bad","user_id":"u-a","conversation_id":"c-bad","messages":[{"role":"wizard","content":%q}]}`,
-		evidence.Schema, markerA))
+		checkpoint.Schema, markerA))
 	u.publishRaw("e-a-bad", bad)
 	for _, c := range []string{"c1", "c2", "c3"} {
 		u.waitCursor("u-a", c)
 	}
 	u.waitCursor("u-b", "c1")
-	if reason := u.waitRejection("u-a", "c-bad", "e-a-bad"); reason != string(evidence.ReasonInvalid) {
+	if reason := u.waitRejection("u-a", "c-bad", "e-a-bad"); reason != string(checkpoint.ReasonInvalid) {
 		t.Fatalf("the bad event was rejected as %s, want invalid", reason)
 	}
 
@@ -341,7 +341,7 @@ func TestUserRoutes(t *testing.T) {
 	// trace of their text; a new conversation id is accepted.
 	for _, c := range []string{"c1", "c-bad"} {
 		u.publish("late-"+c, "u-a", c, markerA)
-		if reason := u.waitRejection("u-a", c, "late-"+c); reason != string(evidence.ReasonDeleted) {
+		if reason := u.waitRejection("u-a", c, "late-"+c); reason != string(checkpoint.ReasonDeleted) {
 			t.Errorf("late event for u-a/%s: rejected as %s, want deleted", c, reason)
 		}
 	}

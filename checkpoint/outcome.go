@@ -1,4 +1,4 @@
-package evidence
+package checkpoint
 
 // Outcome says what handling an event, or folding a history, did. It is the
 // one vocabulary of the core's decisions, the store's results, the worker's

@@ -1,4 +1,4 @@
-package evidence
+package checkpoint_test
 
 import (
 	"encoding/json"
@@ -8,12 +8,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // messageView is a Message with its raw JSON compacted, so that expectations
 // need not match the input's whitespace.
 type messageView struct {
-	Role         Role
+	Role         checkpoint.Role
 	ID           string
 	Type         string
 	Content      string
@@ -22,7 +24,7 @@ type messageView struct {
 	Artifact     string
 	Text         string
 	HasToolCalls bool
-	Form         Form
+	Form         checkpoint.Form
 }
 
 type toolCallView struct{ ID, Name, Args string }
@@ -46,7 +48,7 @@ func compactJSON(raw []byte) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-func view(m Message) messageView {
+func view(m checkpoint.Message) messageView {
 	v := messageView{
 		Role: m.Role, ID: m.ID, Type: m.Type, Content: compact(m.Content), ToolCallID: m.ToolCallID,
 		Artifact: compact(m.Artifact), Text: m.Text, HasToolCalls: m.HasToolCalls, Form: m.Form,
@@ -66,68 +68,68 @@ var decodeTests = []struct {
 	{
 		name: "flat user string",
 		in:   `{"id":"m0","role":"user","content":"We must ship by Friday."}`,
-		want: messageView{Role: RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"We must ship by Friday.","type":"text"}]`, Artifact: "null", Text: "We must ship by Friday."},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"We must ship by Friday.","type":"text"}]`, Artifact: "null", Text: "We must ship by Friday."},
 	},
 	{
 		name: "flat alias human",
 		in:   `{"id":"m0","role":"human","content":"hi"}`,
-		want: messageView{Role: RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
 	},
 	{
 		name: "flat alias ai",
 		in:   `{"id":"m1","role":"ai","content":"hello"}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"hello","type":"text"}]`, Artifact: "null", Text: "hello"},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"hello","type":"text"}]`, Artifact: "null", Text: "hello"},
 	},
 	{
 		name: "flat system without id",
 		in:   `{"role":"system","content":"You are helpful."}`,
-		want: messageView{Role: RoleSystem, Type: "chat", Content: `[{"text":"You are helpful.","type":"text"}]`, Artifact: "null", Text: "You are helpful."},
+		want: messageView{Role: checkpoint.RoleSystem, Type: "chat", Content: `[{"text":"You are helpful.","type":"text"}]`, Artifact: "null", Text: "You are helpful."},
 	},
 	{
 		name: "flat tool with artifact",
 		in:   `{"id":"m2","role":"tool","tool_call_id":"t1","name":"search","content":"{\"n\":1}","artifact":{"rows":[1,2]}}`,
-		want: messageView{Role: RoleTool, ID: "m2", Type: "chat", Content: `[{"text":"{\"n\":1}","type":"text"}]`, ToolCallID: "t1", Artifact: `{"rows":[1,2]}`, Text: `{"n":1}`},
+		want: messageView{Role: checkpoint.RoleTool, ID: "m2", Type: "chat", Content: `[{"text":"{\"n\":1}","type":"text"}]`, ToolCallID: "t1", Artifact: `{"rows":[1,2]}`, Text: `{"n":1}`},
 	},
 	{
 		name: "flat explicit null artifact and null ids",
 		in:   `{"id":null,"role":"tool","tool_call_id":null,"content":"x","artifact":null}`,
-		want: messageView{Role: RoleTool, Type: "chat", Content: `[{"text":"x","type":"text"}]`, Artifact: "null", Text: "x"},
+		want: messageView{Role: checkpoint.RoleTool, Type: "chat", Content: `[{"text":"x","type":"text"}]`, Artifact: "null", Text: "x"},
 	},
 	{
 		name: "flat type chat",
 		in:   `{"id":"m0","role":"user","type":"chat","content":"hi"}`,
-		want: messageView{Role: RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
 	},
 	{
 		name: "flat type null is chat",
 		in:   `{"id":"m0","role":"user","type":null,"content":"hi"}`,
-		want: messageView{Role: RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
 	},
 	{
 		name: "flat type thinking",
 		in:   `{"id":"m7","role":"assistant","type":"thinking","content":"hmm"}`,
-		want: messageView{Role: RoleAssistant, ID: "m7", Type: "thinking", Content: `[{"text":"hmm","type":"text"}]`, Artifact: "null", Text: "hmm"},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m7", Type: "thinking", Content: `[{"text":"hmm","type":"text"}]`, Artifact: "null", Text: "hmm"},
 	},
 	{
 		name: "empty and null content",
 		in:   `{"id":"m1","role":"assistant","content":""}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, Artifact: "null"},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, Artifact: "null"},
 	},
 	{
 		name: "null content",
 		in:   `{"id":"m1","role":"assistant","content":null}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, Artifact: "null"},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, Artifact: "null"},
 	},
 	{
 		name: "absent content",
 		in:   `{"id":"m1","role":"assistant"}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, Artifact: "null"},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, Artifact: "null"},
 	},
 	{
 		name: "content parts joined with newline, non-text parts ignored",
 		in:   `{"id":"m7","role":"user","content":[{"type":"text","text":"first"},{"type":"image_url","image_url":{"url":"data:x"}},"loose string",{"type":"text","text":"second"},{"type":"text"},{"text":"no type"}]}`,
 		want: messageView{
-			Role: RoleUser, ID: "m7", Type: "chat",
+			Role: checkpoint.RoleUser, ID: "m7", Type: "chat",
 			Content:  `[{"text":"first","type":"text"},{"image_url":{"url":"data:x"},"type":"image_url"},"loose string",{"text":"second","type":"text"},{"type":"text"},{"text":"no type"}]`,
 			Artifact: "null", Text: "first\nsecond",
 		},
@@ -135,97 +137,97 @@ var decodeTests = []struct {
 	{
 		name: "empty content list",
 		in:   `{"id":"m7","role":"user","content":[]}`,
-		want: messageView{Role: RoleUser, ID: "m7", Type: "chat", Content: `[]`, Artifact: "null"},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m7", Type: "chat", Content: `[]`, Artifact: "null"},
 	},
 	{
 		name: "langchain tool calls",
 		in:   `{"id":"m1","role":"assistant","content":"","tool_calls":[{"id":"t1","name":"search","args":{"q":"x"},"type":"tool_call"}]}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"t1", "search", `{"q":"x"}`}}, Artifact: "null", HasToolCalls: true},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"t1", "search", `{"q":"x"}`}}, Artifact: "null", HasToolCalls: true},
 	},
 	{
 		name: "openai tool calls with JSON arguments",
 		in:   `{"id":"m1","role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"search","arguments":"{\"q\": \"x\", \"n\": 2}"}}]}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"Let me look.","type":"text"}]`, ToolCalls: []toolCallView{{"call_1", "search", `{"n":2,"q":"x"}`}}, Artifact: "null", Text: "Let me look.", HasToolCalls: true},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"Let me look.","type":"text"}]`, ToolCalls: []toolCallView{{"call_1", "search", `{"n":2,"q":"x"}`}}, Artifact: "null", Text: "Let me look.", HasToolCalls: true},
 	},
 	{
 		name: "openai tool calls with non-JSON arguments",
 		in:   `{"id":"m1","role":"assistant","tool_calls":[{"id":"call_1","function":{"name":"search","arguments":"{not json"}}]}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"call_1", "search", `"{not json"`}}, Artifact: "null", HasToolCalls: true},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"call_1", "search", `"{not json"`}}, Artifact: "null", HasToolCalls: true},
 	},
 	{
 		name: "tool call without id, name or args",
 		in:   `{"id":"m1","role":"assistant","tool_calls":[{}]}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"", "", `{}`}}, Artifact: "null", HasToolCalls: true},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"", "", `{}`}}, Artifact: "null", HasToolCalls: true},
 	},
 	{
 		name: "empty tool calls",
 		in:   `{"id":"m1","role":"assistant","content":"ok","tool_calls":[],"invalid_tool_calls":[],"additional_kwargs":{"tool_calls":[]}}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"ok","type":"text"}]`, Artifact: "null", Text: "ok"},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"ok","type":"text"}]`, Artifact: "null", Text: "ok"},
 	},
 	{
 		name: "invalid tool calls",
 		in:   `{"id":"m1","role":"assistant","content":"ok","invalid_tool_calls":[{"name":"x","args":"{","error":"bad"}]}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"ok","type":"text"}]`, Artifact: "null", Text: "ok", HasToolCalls: true},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"ok","type":"text"}]`, Artifact: "null", Text: "ok", HasToolCalls: true},
 	},
 	{
 		name: "additional_kwargs tool calls",
 		in:   `{"id":"m1","role":"assistant","content":"ok","additional_kwargs":{"tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"}}]}}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"ok","type":"text"}]`, Artifact: "null", Text: "ok", HasToolCalls: true},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"ok","type":"text"}]`, Artifact: "null", Text: "ok", HasToolCalls: true},
 	},
 	{
 		name: "stored human",
 		in:   `{"type":"human","data":{"content":"hi","additional_kwargs":{},"response_metadata":{},"type":"human","name":null,"id":"m0","example":false}}`,
-		want: messageView{Role: RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi", Form: FormStored},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi", Form: checkpoint.FormStored},
 	},
 	{
 		name: "stored ai with tool calls and metadata",
 		in:   `{"type":"ai","data":{"content":"","type":"ai","id":"m1","tool_calls":[{"name":"search","args":{"q":"x"},"id":"t1","type":"tool_call"}],"invalid_tool_calls":[],"usage_metadata":{"input_tokens":3},"response_metadata":{"model_name":"m"}}}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"t1", "search", `{"q":"x"}`}}, Artifact: "null", HasToolCalls: true, Form: FormStored},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[]`, ToolCalls: []toolCallView{{"t1", "search", `{"q":"x"}`}}, Artifact: "null", HasToolCalls: true, Form: checkpoint.FormStored},
 	},
 	{
 		name: "stored tool",
 		in:   `{"type":"tool","data":{"content":"42","type":"tool","tool_call_id":"t1","artifact":[1],"status":"success","id":"m2"}}`,
-		want: messageView{Role: RoleTool, ID: "m2", Type: "chat", Content: `[{"text":"42","type":"text"}]`, ToolCallID: "t1", Artifact: `[1]`, Text: "42", Form: FormStored},
+		want: messageView{Role: checkpoint.RoleTool, ID: "m2", Type: "chat", Content: `[{"text":"42","type":"text"}]`, ToolCallID: "t1", Artifact: `[1]`, Text: "42", Form: checkpoint.FormStored},
 	},
 	{
 		name: "stored system",
 		in:   `{"type":"system","data":{"content":"sys","type":"system"}}`,
-		want: messageView{Role: RoleSystem, Type: "chat", Content: `[{"text":"sys","type":"text"}]`, Artifact: "null", Text: "sys", Form: FormStored},
+		want: messageView{Role: checkpoint.RoleSystem, Type: "chat", Content: `[{"text":"sys","type":"text"}]`, Artifact: "null", Text: "sys", Form: checkpoint.FormStored},
 	},
 	{
 		name: "stored generic chat message",
 		in:   `{"type":"chat","data":{"content":"hi","role":"user","id":"m0"}}`,
-		want: messageView{Role: RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi", Form: FormStored},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi", Form: checkpoint.FormStored},
 	},
 	{
 		name: "constructor human",
 		in:   `{"lc":1,"type":"constructor","id":["langchain_core","messages","HumanMessage"],"kwargs":{"content":"hi","id":"m0","type":"human","additional_kwargs":{},"response_metadata":{}}}`,
-		want: messageView{Role: RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi", Form: FormConstructor},
+		want: messageView{Role: checkpoint.RoleUser, ID: "m0", Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi", Form: checkpoint.FormConstructor},
 	},
 	{
 		name: "constructor ai with openai tool calls in additional_kwargs only",
 		in:   `{"lc":1,"type":"constructor","id":["langchain","schema","messages","AIMessage"],"kwargs":{"content":"checking","id":"m1","additional_kwargs":{"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}}}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"checking","type":"text"}]`, Artifact: "null", Text: "checking", HasToolCalls: true, Form: FormConstructor},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"checking","type":"text"}]`, Artifact: "null", Text: "checking", HasToolCalls: true, Form: checkpoint.FormConstructor},
 	},
 	{
 		name: "constructor ai chunk",
 		in:   `{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessageChunk"],"kwargs":{"content":"partial","id":"m1"}}`,
-		want: messageView{Role: RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"partial","type":"text"}]`, Artifact: "null", Text: "partial", Form: FormConstructor},
+		want: messageView{Role: checkpoint.RoleAssistant, ID: "m1", Type: "chat", Content: `[{"text":"partial","type":"text"}]`, Artifact: "null", Text: "partial", Form: checkpoint.FormConstructor},
 	},
 	{
 		name: "constructor tool",
 		in:   `{"lc":1,"type":"constructor","id":["langchain_core","messages","ToolMessage"],"kwargs":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"tool_call_id":"t1","artifact":{"k":"v"}}}`,
-		want: messageView{Role: RoleTool, Type: "chat", Content: `[{"text":"a","type":"text"},{"text":"b","type":"text"}]`, ToolCallID: "t1", Artifact: `{"k":"v"}`, Text: "a\nb", Form: FormConstructor},
+		want: messageView{Role: checkpoint.RoleTool, Type: "chat", Content: `[{"text":"a","type":"text"},{"text":"b","type":"text"}]`, ToolCallID: "t1", Artifact: `{"k":"v"}`, Text: "a\nb", Form: checkpoint.FormConstructor},
 	},
 	{
 		name: "constructor system",
 		in:   `{"lc":1,"type":"constructor","id":["langchain_core","messages","SystemMessage"],"kwargs":{"content":"sys"}}`,
-		want: messageView{Role: RoleSystem, Type: "chat", Content: `[{"text":"sys","type":"text"}]`, Artifact: "null", Text: "sys", Form: FormConstructor},
+		want: messageView{Role: checkpoint.RoleSystem, Type: "chat", Content: `[{"text":"sys","type":"text"}]`, Artifact: "null", Text: "sys", Form: checkpoint.FormConstructor},
 	},
 	{
 		name: "whitespace around the object",
 		in:   " \n{\"role\":\"user\",\"content\":\"hi\"}\t",
-		want: messageView{Role: RoleUser, Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
+		want: messageView{Role: checkpoint.RoleUser, Type: "chat", Content: `[{"text":"hi","type":"text"}]`, Artifact: "null", Text: "hi"},
 	},
 }
 
@@ -234,7 +236,7 @@ func TestDecodeMessage(t *testing.T) {
 	for _, tt := range decodeTests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := DecodeMessage([]byte(tt.in))
+			got, err := checkpoint.DecodeMessage([]byte(tt.in))
 			if err != nil {
 				t.Fatalf("DecodeMessage: %v", err)
 			}
@@ -295,8 +297,8 @@ func TestDecodeMessageErrors(t *testing.T) {
 	for _, tt := range decodeErrorTests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := DecodeMessage([]byte(tt.in))
-			var de *DecodeError
+			_, err := checkpoint.DecodeMessage([]byte(tt.in))
+			var de *checkpoint.DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("DecodeMessage error = %v (%T), want *DecodeError", err, err)
 			}
@@ -321,20 +323,20 @@ func TestDecodeMessages(t *testing.T) {
 	tests := []struct {
 		name      string
 		in        string
-		wantRoles []Role
+		wantRoles []checkpoint.Role
 		wantIndex int // of the *DecodeError, -2 for none
 	}{
-		{name: "mixed forms", in: `[{"role":"user","content":"a"},{"type":"ai","data":{"content":"b"}},{"lc":1,"type":"constructor","id":["ToolMessage"],"kwargs":{"content":"c"}}]`, wantRoles: []Role{RoleUser, RoleAssistant, RoleTool}, wantIndex: -2},
-		{name: "empty", in: `[]`, wantRoles: []Role{}, wantIndex: -2},
+		{name: "mixed forms", in: `[{"role":"user","content":"a"},{"type":"ai","data":{"content":"b"}},{"lc":1,"type":"constructor","id":["ToolMessage"],"kwargs":{"content":"c"}}]`, wantRoles: []checkpoint.Role{checkpoint.RoleUser, checkpoint.RoleAssistant, checkpoint.RoleTool}, wantIndex: -2},
+		{name: "empty", in: `[]`, wantRoles: []checkpoint.Role{}, wantIndex: -2},
 		{name: "not a list", in: `{"role":"user"}`, wantIndex: -1},
 		{name: "second bad", in: `[{"role":"user","content":"a"},{"role":"` + marker + `"}]`, wantIndex: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := DecodeMessages([]byte(tt.in))
+			got, err := checkpoint.DecodeMessages([]byte(tt.in))
 			if tt.wantIndex != -2 {
-				var de *DecodeError
+				var de *checkpoint.DecodeError
 				if !errors.As(err, &de) || de.Index != tt.wantIndex {
 					t.Fatalf("DecodeMessages error = %v, want *DecodeError at index %d", err, tt.wantIndex)
 				}
@@ -346,7 +348,7 @@ func TestDecodeMessages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeMessages: %v", err)
 			}
-			roles := []Role{}
+			roles := []checkpoint.Role{}
 			for _, m := range got {
 				roles = append(roles, m.Role)
 			}
@@ -383,7 +385,7 @@ func TestMessagePredicates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := decode(t, tt.in)
+			m := checkpointtest.Decode(t, tt.in)
 			if got := m.IsConversation(); got != tt.wantConversation {
 				t.Errorf("IsConversation() = %v, want %v", got, tt.wantConversation)
 			}
@@ -400,12 +402,12 @@ func TestMessagePredicates(t *testing.T) {
 func TestFormString(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		form Form
+		form checkpoint.Form
 		want string
 	}{
-		{FormFlat, "flat"},
-		{FormStored, "langchain_stored"},
-		{FormConstructor, "langchain_constructor"},
+		{checkpoint.FormFlat, "flat"},
+		{checkpoint.FormStored, "langchain_stored"},
+		{checkpoint.FormConstructor, "langchain_constructor"},
 	}
 	for _, tt := range tests {
 		if got := tt.form.String(); got != tt.want {

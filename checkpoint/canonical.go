@@ -1,4 +1,4 @@
-package evidence
+package checkpoint
 
 import (
 	"bytes"
@@ -534,7 +534,7 @@ func appendCanonicalRune(b []byte, r rune) []byte {
 		return append(b, '\\', 'r')
 	}
 	if r < 0x20 {
-		return append(b, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+		return append(b, '\\', 'u', '0', '0', lowerHex[r>>4], lowerHex[r&0xf])
 	}
 	return utf8.AppendRune(b, r)
 }
@@ -650,3 +650,6 @@ func skipDigits(in []byte, i int) int {
 	}
 	return i
 }
+
+// lowerHex are the hexadecimal digits of \\u escapes.
+const lowerHex = "0123456789abcdef"

@@ -1,4 +1,4 @@
-package evidence
+package checkpoint
 
 import (
 	"bytes"
@@ -13,6 +13,10 @@ import (
 
 // Schema is the only checkpoint schema recall accepts.
 const Schema = "recall.checkpoint.v1"
+
+// Subject is the NATS subject checkpoint events are published on and
+// recall's workers consume by default.
+const Subject = "recall.checkpoints"
 
 // Event kinds.
 const (

@@ -1,4 +1,4 @@
-package evidence
+package checkpoint_test
 
 import (
 	"bytes"
@@ -11,26 +11,28 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // parseGeneral is ParseEvent without its fast path.
-func parseGeneral(data []byte, limits Limits) (*Event, error) {
-	limits = limits.withDefaults()
+func parseGeneral(data []byte, limits checkpoint.Limits) (*checkpoint.Event, error) {
+	limits = limits.WithDefaults()
 	if len(data) > limits.MaxEventBytes {
-		return nil, reject(ReasonTooLarge, "event is %d bytes, more than the limit of %d", len(data), limits.MaxEventBytes)
+		return nil, checkpoint.Reject(checkpoint.ReasonTooLarge, "event is %d bytes, more than the limit of %d", len(data), limits.MaxEventBytes)
 	}
 	if !utf8.Valid(data) {
-		return nil, reject(ReasonMalformed, "event is not valid UTF-8")
+		return nil, checkpoint.Reject(checkpoint.ReasonMalformed, "event is not valid UTF-8")
 	}
-	return parseEventGeneral(bytes.TrimSpace(data), limits)
+	return checkpoint.ParseEventGeneral(bytes.TrimSpace(data), limits)
 }
 
 // checkSameParse fails unless ParseEvent and the general path agree on data:
 // the same error, or the same event, message for message and digest for
 // digest. It reports whether the fast path answered.
-func checkSameParse(t *testing.T, data []byte, limits Limits) bool {
+func checkSameParse(t *testing.T, data []byte, limits checkpoint.Limits) bool {
 	t.Helper()
-	got, gotErr := ParseEvent(data, limits)
+	got, gotErr := checkpoint.ParseEvent(data, limits)
 	want, wantErr := parseGeneral(data, limits)
 	if diff := cmp.Diff(fmt.Sprint(wantErr), fmt.Sprint(gotErr)); diff != "" {
 		t.Fatalf("%.300q: errors differ (-general +ParseEvent):\n%s", data, diff)
@@ -39,10 +41,10 @@ func checkSameParse(t *testing.T, data []byte, limits Limits) bool {
 		t.Fatalf("%.300q: events differ (-general +ParseEvent):\n%s", data, diff)
 	}
 	trimmed := bytes.TrimSpace(data)
-	if gotErr != nil || len(trimmed) > limits.withDefaults().MaxEventBytes || !utf8.Valid(trimmed) {
+	if gotErr != nil || len(trimmed) > limits.WithDefaults().MaxEventBytes || !utf8.Valid(trimmed) {
 		return false
 	}
-	_, fast := parseEventFast(trimmed, limits.withDefaults(), false)
+	_, fast := checkpoint.ParseEventFast(trimmed, limits.WithDefaults(), false)
 	return fast
 }
 
@@ -50,8 +52,8 @@ func checkSameParse(t *testing.T, data []byte, limits Limits) bool {
 // senders write, and answers as the general path does.
 func TestParseEventFastPath(t *testing.T) {
 	t.Parallel()
-	_, bench := benchHistory(t, 6, 4<<10)
-	_, random := randomHistory(t, rand.New(rand.NewPCG(7, 7)), 60)
+	_, bench := checkpointtest.BenchHistory(t, 6, 4<<10)
+	_, random := checkpointtest.RandomHistory(t, rand.New(rand.NewPCG(7, 7)), 60)
 	var flatOnly []json.RawMessage
 	for _, raw := range random {
 		if bytes.Contains(raw, []byte(`"role"`)) {
@@ -63,9 +65,9 @@ func TestParseEventFastPath(t *testing.T) {
 		data     []byte
 		wantFast bool
 	}{
-		{"bench history", corpusEvent(corpusFile{Name: "e", UserID: "u", ConvID: "c"}, bench), true},
-		{"flat random messages", corpusEvent(corpusFile{Name: "e", UserID: "u", ConvID: "c"}, flatOnly), true},
-		{"all forms", corpusEvent(corpusFile{Name: "e", UserID: "u", ConvID: "c"}, random), true},
+		{"bench history", checkpointtest.CorpusEvent(checkpointtest.CorpusFile{Name: "e", UserID: "u", ConvID: "c"}, bench), true},
+		{"flat random messages", checkpointtest.CorpusEvent(checkpointtest.CorpusFile{Name: "e", UserID: "u", ConvID: "c"}, flatOnly), true},
+		{"all forms", checkpointtest.CorpusEvent(checkpointtest.CorpusFile{Name: "e", UserID: "u", ConvID: "c"}, random), true},
 		{"no messages", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","messages":[]}`), true},
 		{"spaces and unknown members", []byte(` { "x" : [1, {"a": null}] , "schema" : "recall.checkpoint.v1", "kind": null, "event_id": "e", "user_id": "u", "conversation_id": "c", "offset": 0, "prefix_digest": null, "messages": [ {"role": "user", "content": "hi \"there\"\n\u00e9\ud83d\ude00\ud800x", "x": {"y": [true, false, -1.5e3]}} ] } `), true},
 		{"offset and prefix", []byte(`{"schema":"recall.checkpoint.v1","event_id":"e","user_id":"u","conversation_id":"c","offset":3,"prefix_digest":"` + strings.Repeat("ab", 32) + `","messages":[{"role":"ai","content":null,"id":null}]}`), true},
@@ -85,7 +87,7 @@ func TestParseEventFastPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if fast := checkSameParse(t, tt.data, Limits{}); fast != tt.wantFast {
+			if fast := checkSameParse(t, tt.data, checkpoint.Limits{}); fast != tt.wantFast {
 				t.Errorf("fast path answered: %v, want %v", fast, tt.wantFast)
 			}
 		})
@@ -100,8 +102,8 @@ func TestParseEventFastPathRandom(t *testing.T) {
 	fast := 0
 	const n = 400
 	for i := range n {
-		_, raws := randomHistory(t, r, r.IntN(12))
-		data := corpusEvent(corpusFile{Name: fmt.Sprint(i), UserID: "u", ConvID: "c"}, raws)
+		_, raws := checkpointtest.RandomHistory(t, r, r.IntN(12))
+		data := checkpointtest.CorpusEvent(checkpointtest.CorpusFile{Name: fmt.Sprint(i), UserID: "u", ConvID: "c"}, raws)
 		switch r.IntN(4) {
 		case 0: // as written
 		case 1: // re-indented
@@ -124,7 +126,7 @@ func TestParseEventFastPathRandom(t *testing.T) {
 				}
 			}
 		}
-		if checkSameParse(t, data, Limits{MaxMessages: 8}) {
+		if checkSameParse(t, data, checkpoint.Limits{MaxMessages: 8}) {
 			fast++
 		}
 	}
@@ -145,7 +147,7 @@ func TestUnquote(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		got, ok := stringValue([]byte(in))
+		got, ok := checkpoint.StringValue([]byte(in))
 		if !ok || got != want {
 			t.Errorf("stringValue(%s) = %q, %v; want %q", in, got, ok, want)
 		}
@@ -159,18 +161,18 @@ func TestDigestOfStringContent(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 5))
 	for range 500 {
-		text := randomText(r, 30)
+		text := checkpointtest.RandomText(r, 30)
 		for _, extra := range []string{"\x00\x1f\x7f", "\u2028\ufeff", `\u00e9`} {
 			raw, _ := json.Marshal(map[string]any{"role": "user", "content": text + extra})
-			m, err := DecodeMessage(raw)
+			m, err := checkpoint.DecodeMessage(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := m.digest(false)
+			want, err := m.ExportDigest(false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := m.digest(m.StringContent); err != nil || got != want {
+			if got, err := m.ExportDigest(m.StringContent); err != nil || got != want {
 				t.Fatalf("%s: digest %s, %v; want %s", raw, got, err, want)
 			}
 		}
@@ -182,14 +184,14 @@ func TestDigestOfStringContent(t *testing.T) {
 // escapes.
 func TestParseEventInPlace(t *testing.T) {
 	t.Parallel()
-	_, raws := randomHistory(t, rand.New(rand.NewPCG(3, 3)), 80)
+	_, raws := checkpointtest.RandomHistory(t, rand.New(rand.NewPCG(3, 3)), 80)
 	raws = append(raws, json.RawMessage(`{"role":"user","content":"plain text"}`), json.RawMessage(`{"role":"user","content":"line\nbreak"}`))
-	data := corpusEvent(corpusFile{Name: "e", UserID: "u", ConvID: "c"}, raws)
-	want, err := ParseEvent(data, Limits{})
+	data := checkpointtest.CorpusEvent(checkpointtest.CorpusFile{Name: "e", UserID: "u", ConvID: "c"}, raws)
+	want, err := checkpoint.ParseEvent(data, checkpoint.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseEventInPlace(data, Limits{})
+	got, err := checkpoint.ParseEventInPlace(data, checkpoint.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +223,7 @@ func TestPlainString(t *testing.T) {
 		{"\"a\x01\"", false}, {"\"\xff\"", false}, {`"é"x`, false}, {`12`, false}, {`"`, false},
 	}
 	for _, tt := range tests {
-		body, ok := plainString([]byte(tt.in))
+		body, ok := checkpoint.PlainString([]byte(tt.in))
 		if ok != tt.want || ok && `"`+string(body)+`"` != tt.in {
 			t.Errorf("plainString(%q) = %q, %v; want %v", tt.in, body, ok, tt.want)
 		}
@@ -240,11 +242,11 @@ func FuzzDecodeString(f *testing.F) {
 		}
 		var want string
 		wantErr := json.Unmarshal(data, &want)
-		got, err := decodeString(data)
+		got, err := checkpoint.DecodeString(data)
 		if (err != nil) != (wantErr != nil) || got != want {
 			t.Fatalf("decodeString(%q) = %q, %v; json.Unmarshal: %q, %v", data, got, err, want, wantErr)
 		}
-		if body, ok := plainString(data); ok && string(body) != want {
+		if body, ok := checkpoint.PlainString(data); ok && string(body) != want {
 			t.Fatalf("plainString(%q) = %q, want %q", data, body, want)
 		}
 	})

@@ -1,66 +1,33 @@
-package evidence
+package checkpoint_test
 
 import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gowebpki/jcs"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
-
-// digestVectors is testdata/digest_vectors.json. The file was computed once
-// by scripts/digest_vectors.py, an independent Python implementation of
-// CONTRACT.md §3 (normalisation written from the contract, JCS by
-// json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)).
-// Regenerate it with `python3 scripts/digest_vectors.py` from the repository
-// root only when the contract changes; never from the Go code.
-type digestVectors struct {
-	ChainStart string `json:"chain_start"`
-	Vectors    []struct {
-		Group          string            `json:"group"`
-		Form           string            `json:"form"`
-		Messages       []json.RawMessage `json:"messages"`
-		Canonical      []string          `json:"canonical"`
-		MessageDigests []string          `json:"message_digests"`
-		Chain          []string          `json:"chain"`
-	} `json:"vectors"`
-}
-
-func loadDigestVectors(tb testing.TB) digestVectors {
-	tb.Helper()
-	data, err := os.ReadFile("testdata/digest_vectors.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var v digestVectors
-	if err := json.Unmarshal(data, &v); err != nil {
-		tb.Fatal(err)
-	}
-	if len(v.Vectors) == 0 {
-		tb.Fatal("no digest vectors")
-	}
-	return v
-}
 
 func TestDigestVectors(t *testing.T) {
 	t.Parallel()
-	vectors := loadDigestVectors(t)
-	if got := ChainStart().String(); got != vectors.ChainStart {
+	vectors := checkpointtest.LoadDigestVectors(t)
+	if got := checkpoint.ChainStart().String(); got != vectors.ChainStart {
 		t.Errorf("ChainStart() = %s, want %s", got, vectors.ChainStart)
 	}
 	groupChain := map[string]string{}
 	groupOf := map[string]string{}
 	for _, tt := range vectors.Vectors {
 		t.Run(tt.Group+"/"+tt.Form, func(t *testing.T) {
-			msgs := make([]Message, len(tt.Messages))
+			msgs := make([]checkpoint.Message, len(tt.Messages))
 			for i, raw := range tt.Messages {
-				msgs[i] = decode(t, string(raw))
+				msgs[i] = checkpointtest.Decode(t, string(raw))
 				canon, err := msgs[i].Canonical()
 				if err != nil {
 					t.Fatalf("message %d: Canonical: %v", i, err)
@@ -77,18 +44,18 @@ func TestDigestVectors(t *testing.T) {
 				}
 			}
 			for k := range len(msgs) + 1 {
-				if got := chainOf(t, msgs, k).String(); got != tt.Chain[k] {
+				if got := checkpointtest.ChainOf(t, msgs, k).String(); got != tt.Chain[k] {
 					t.Errorf("PrefixDigest(k=%d) = %s, want %s", k, got, tt.Chain[k])
 				}
 			}
 			// The streaming form: extend a stored prefix digest without the
 			// messages before it.
 			for k := range len(msgs) + 1 {
-				prefix, err := ParseDigest(tt.Chain[k])
+				prefix, err := checkpoint.ParseDigest(tt.Chain[k])
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := Chain(prefix, msgs[k:])
+				got, err := checkpoint.Chain(prefix, msgs[k:])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -140,7 +107,7 @@ func TestDigestIgnoresMetadata(t *testing.T) {
 		{name: "tool_call_id", in: `{"type":"ai","data":{"content":"Agreed.","id":"m1","tool_call_id":"x","tool_calls":[{"id":"t1","name":"f","args":{"a":1}}]}}`},
 		{name: "channel type", in: `{"role":"assistant","type":"thinking","content":"Agreed.","id":"m1","tool_calls":[{"id":"t1","name":"f","args":{"a":1}}]}`},
 	}
-	baseMsg := decode(t, base)
+	baseMsg := checkpointtest.Decode(t, base)
 	want, err := baseMsg.Digest()
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +115,7 @@ func TestDigestIgnoresMetadata(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := decode(t, tt.in)
+			m := checkpointtest.Decode(t, tt.in)
 			got, err := m.Digest()
 			if err != nil {
 				t.Fatal(err)
@@ -185,7 +152,7 @@ func TestCanonicalNumbersAndStrings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := decode(t, `{"role":"tool","artifact":`+tt.artifact+`}`)
+			m := checkpointtest.Decode(t, `{"role":"tool","artifact":`+tt.artifact+`}`)
 			got, err := m.Canonical()
 			if err != nil {
 				t.Fatalf("Canonical: %v", err)
@@ -213,20 +180,17 @@ func TestDigestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := decode(t, tt.in)
+			m := checkpointtest.Decode(t, tt.in)
 			_, err := m.Digest()
-			var de *DecodeError
+			var de *checkpoint.DecodeError
 			if !errors.As(err, &de) || de.Field != tt.wantField {
 				t.Fatalf("Digest error = %v, want *DecodeError for field %q", err, tt.wantField)
 			}
 			if strings.Contains(err.Error(), marker) {
 				t.Errorf("error %q quotes message text", err)
 			}
-			if _, err := Chain(ChainStart(), []Message{user("u", "x"), m}); err == nil {
+			if _, err := checkpoint.Chain(checkpoint.ChainStart(), []checkpoint.Message{checkpointtest.User("u", "x"), m}); err == nil {
 				t.Errorf("Chain over the message succeeded, want an error")
-			}
-			if _, _, err := Fold(NewState(), []Message{m, user("u", "x")}, seedConfig); err == nil {
-				t.Errorf("Fold over the message succeeded, want an error")
 			}
 		})
 	}
@@ -234,7 +198,7 @@ func TestDigestErrors(t *testing.T) {
 
 func TestParseDigest(t *testing.T) {
 	t.Parallel()
-	good := ChainStart().String()
+	good := checkpoint.ChainStart().String()
 	tests := []struct {
 		name    string
 		in      string
@@ -252,12 +216,12 @@ func TestParseDigest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d, err := ParseDigest(tt.in)
+			d, err := checkpoint.ParseDigest(tt.in)
 			if tt.wantErr {
-				if !errors.Is(err, ErrBadDigest) {
+				if !errors.Is(err, checkpoint.ErrBadDigest) {
 					t.Errorf("ParseDigest(%q) error = %v, want ErrBadDigest", tt.in, err)
 				}
-				var u Digest
+				var u checkpoint.Digest
 				if err := u.UnmarshalText([]byte(tt.in)); err == nil {
 					t.Errorf("UnmarshalText(%q) succeeded", tt.in)
 				}
@@ -270,7 +234,7 @@ func TestParseDigest(t *testing.T) {
 				t.Errorf("String() = %q, want %q", got, tt.in)
 			}
 			text, _ := d.MarshalText()
-			var back Digest
+			var back checkpoint.Digest
 			if err := back.UnmarshalText(text); err != nil || back != d {
 				t.Errorf("text round trip = %v, %v; want %v", back, err, d)
 			}
@@ -280,11 +244,11 @@ func TestParseDigest(t *testing.T) {
 
 func TestChainDefinition(t *testing.T) {
 	t.Parallel()
-	if got, want := ChainStart(), Digest(sha256.Sum256([]byte("recall.v1"))); got != want {
+	if got, want := checkpoint.ChainStart(), checkpoint.Digest(sha256.Sum256([]byte("recall.v1"))); got != want {
 		t.Errorf("ChainStart() = %s, want SHA-256(\"recall.v1\") = %s", got, want)
 	}
-	msgs := []Message{user("m0", "hello"), assistant("m1", "hi")}
-	c := ChainStart()
+	msgs := []checkpoint.Message{checkpointtest.User("m0", "hello"), checkpointtest.Assistant("m1", "hi")}
+	c := checkpoint.ChainStart()
 	for _, m := range msgs {
 		canon, err := m.Canonical()
 		if err != nil {
@@ -293,10 +257,10 @@ func TestChainDefinition(t *testing.T) {
 		md := sha256.Sum256(canon)
 		c = sha256.Sum256(append(c[:len(c):len(c)], md[:]...))
 	}
-	if got := chainOf(t, msgs, 2); got != c {
+	if got := checkpointtest.ChainOf(t, msgs, 2); got != c {
 		t.Errorf("PrefixDigest = %s, want SHA-256(c ‖ SHA-256(JCS(m))) = %s", got, c)
 	}
-	if got := chainOf(t, msgs, 0); got != ChainStart() {
+	if got := checkpointtest.ChainOf(t, msgs, 0); got != checkpoint.ChainStart() {
 		t.Errorf("PrefixDigest(k=0) = %s, want ChainStart()", got)
 	}
 }
@@ -318,15 +282,15 @@ func TestAppendCanonicalStringMatchesJCS(t *testing.T) {
 		if err != nil {
 			t.Fatalf("jcs.Transform(%s): %v", enc, err)
 		}
-		if got := appendCanonicalString(nil, s); string(got) != string(want) {
+		if got := checkpoint.AppendCanonicalString(nil, s); string(got) != string(want) {
 			t.Fatalf("appendCanonicalString(%q) = %s, want %s", s, got, want)
 		}
 	}
 	// Invalid UTF-8, which decoded JSON never holds, becomes U+FFFD.
-	if got, want := string(appendCanonicalString(nil, "a\xffb")), "\"a\uFFFDb\""; got != want {
+	if got, want := string(checkpoint.AppendCanonicalString(nil, "a\xffb")), "\"a\uFFFDb\""; got != want {
 		t.Errorf("appendCanonicalString(invalid) = %q, want %q", got, want)
 	}
-	if !utf8.Valid(appendCanonicalString(nil, "\xed\xa0\x80")) {
+	if !utf8.Valid(checkpoint.AppendCanonicalString(nil, "\xed\xa0\x80")) {
 		t.Errorf("appendCanonicalString(surrogate bytes) is not valid UTF-8")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package evidence
+package checkpointtest
 
 import (
 	"time"
@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU returns the CPU time of the calling OS thread, so that a
+// ThreadCPU returns the CPU time of the calling OS thread, so that a
 // benchmark on a busy machine can measure work rather than waiting; callers
 // lock their goroutine to its thread.
-func threadCPU() time.Duration {
+func ThreadCPU() time.Duration {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		panic(err)

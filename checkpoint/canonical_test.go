@@ -1,4 +1,4 @@
-package evidence
+package checkpoint_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/gowebpki/jcs"
+	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // canonicalTests are documents for the fast path, checked against the jcs
@@ -71,7 +73,7 @@ var canonicalTests = []struct {
 func checkCanonical(t *testing.T, in []byte) (fast bool) {
 	t.Helper()
 	prefix := []byte("prefix:")
-	got, ok := appendCanonicalJSON(bytes.Clone(prefix), in)
+	got, ok := checkpoint.AppendCanonicalJSON(bytes.Clone(prefix), in)
 	want, err := jcs.Transform(in)
 	if !ok {
 		if !bytes.Equal(got, prefix) {
@@ -124,7 +126,7 @@ func TestAppendCanonicalJSONRandom(t *testing.T) {
 				if r.IntN(2) == 0 {
 					b, _ = json.Marshal(s) // escapes <, >, & and U+2028 as \u
 				} else {
-					b = appendCanonicalString(nil, s)
+					b = checkpoint.AppendCanonicalString(nil, s)
 				}
 				return string(b)
 			}
@@ -165,13 +167,13 @@ func FuzzCanonicalJSON(f *testing.F) {
 	for _, tt := range canonicalTests {
 		f.Add([]byte(tt.in))
 	}
-	for _, v := range loadDigestVectors(f).Vectors[:1] {
+	for _, v := range checkpointtest.LoadDigestVectors(f).Vectors[:1] {
 		for _, m := range v.Messages {
 			f.Add([]byte(m))
 		}
 	}
 	for i := range 3 {
-		art := benchArtifact(rand.New(rand.NewPCG(uint64(i), 0)), 200)
+		art := checkpointtest.BenchArtifact(rand.New(rand.NewPCG(uint64(i), 0)), 200)
 		f.Add([]byte(art))
 	}
 	f.Add([]byte(fmt.Sprintf(`{"b":%s,"a":1}`, strings.Repeat(`{"x":[`, 3)+"1"+strings.Repeat(`]}`, 3))))
@@ -183,7 +185,7 @@ func FuzzCanonicalJSON(f *testing.F) {
 // BenchmarkCanonicalJSON compares the fast path with the jcs library on a
 // tool artifact as a Python publisher writes it.
 func BenchmarkCanonicalJSON(b *testing.B) {
-	art := benchArtifact(rand.New(rand.NewPCG(1, 1)), 32<<10)
+	art := checkpointtest.BenchArtifact(rand.New(rand.NewPCG(1, 1)), 32<<10)
 	compact, err := jcs.Transform(art)
 	if err != nil {
 		b.Fatal(err)
@@ -198,7 +200,7 @@ func BenchmarkCanonicalJSON(b *testing.B) {
 			var buf []byte
 			for b.Loop() {
 				var ok bool
-				if buf, ok = appendCanonicalJSON(buf[:0], doc.data); !ok {
+				if buf, ok = checkpoint.AppendCanonicalJSON(buf[:0], doc.data); !ok {
 					b.Fatal("the fast path gave up")
 				}
 			}

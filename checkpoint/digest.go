@@ -1,4 +1,4 @@
-package evidence
+package checkpoint
 
 import (
 	"crypto/sha256"
@@ -205,7 +205,6 @@ func appendJCS(b []byte, raw []byte, field string) ([]byte, error) {
 // or \u00xx; everything else, non-ASCII included, is written as UTF-8.
 // Invalid UTF-8 (which decoded JSON never holds) is written as U+FFFD.
 func appendCanonicalString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -240,7 +239,7 @@ func appendCanonicalString(b []byte, s string) []byte {
 		case '\r':
 			b = append(b, '\\', 'r')
 		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
 		}
 		i++
 		start = i
@@ -258,4 +257,19 @@ func digestError(index int, err error) error {
 		return &cp
 	}
 	return fmt.Errorf("message %d: %w", index, err)
+}
+
+// Digests returns the digest of each message. The error, for a message that
+// cannot be canonicalised, is a *DecodeError carrying the message's index
+// in msgs (or wraps the failure with that index).
+func Digests(msgs []Message) ([]Digest, error) {
+	ds := make([]Digest, len(msgs))
+	for i := range msgs {
+		d, err := msgs[i].Digest()
+		if err != nil {
+			return nil, digestError(i, err)
+		}
+		ds[i] = d
+	}
+	return ds, nil
 }

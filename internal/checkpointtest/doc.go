@@ -1,0 +1,5 @@
+// Package checkpointtest is test support for the wire format: message
+// builders, random and realistic histories, the sample conversations and
+// the digest vectors, shared by the tests of packages checkpoint and
+// evidence. Only tests import it.
+package checkpointtest
