@@ -28,40 +28,7 @@ type Inspector interface {
 	// limit archive entries after the position after (nil for the first).
 	// An unknown or deleted conversation is an inspection whose record has
 	// only its key set.
-	Inspect(ctx context.Context, userID, conversationID string, after *ArchivePosition, limit int) (Inspection, error)
-}
-
-// Inspection is what the inspector shows of a conversation.
-type Inspection struct {
-	// Record is the stored evidence.
-	Record evidence.Record
-	// ArchiveCount is the archive's size.
-	ArchiveCount int
-	// Entries are a page of the archive in history order, each with what
-	// the view did with it.
-	Entries []InspectedEntry
-	// Next is the position of the page's last entry when there are more.
-	Next *ArchivePosition
-	// RequestIndex is the index of the request the view was chosen for; -1
-	// when there is no view.
-	RequestIndex int
-	// MaxTokens bounds the view's message; RoomLeft is the bytes of it the
-	// view left unused.
-	MaxTokens, RoomLeft int
-	// Matches reports that the view chosen again is the stored one.
-	Matches bool
-}
-
-// InspectedEntry is an archive entry with what the view did with it.
-type InspectedEntry struct {
-	Item     evidence.Item
-	Decision evidence.Decision
-}
-
-// ArchivePosition is an archive entry's place: its message's index and
-// the start of its span.
-type ArchivePosition struct {
-	Index, SpanStart int
+	Inspect(ctx context.Context, userID, conversationID string, after *evidence.ArchivePosition, limit int) (evidence.Inspection, error)
 }
 
 // Routes of the inspector.
@@ -181,7 +148,7 @@ func (h *Handler) inspectConversation(w http.ResponseWriter, r *http.Request) er
 		}
 		limit = n
 	}
-	var after *ArchivePosition
+	var after *evidence.ArchivePosition
 	if s := q.Get("after"); s != "" {
 		if after, err = parsePosition(s); err != nil {
 			return err
@@ -232,7 +199,7 @@ func (h *Handler) inspectConversation(w http.ResponseWriter, r *http.Request) er
 }
 
 // parsePosition reads an archive position INDEX:SPAN_START.
-func parsePosition(s string) (*ArchivePosition, error) {
+func parsePosition(s string) (*evidence.ArchivePosition, error) {
 	bad := newError(http.StatusBadRequest, CodeInvalidAfter, "after must be INDEX:SPAN_START, the next of the previous page")
 	i, j, ok := strings.Cut(s, ":")
 	if !ok {
@@ -243,5 +210,5 @@ func parsePosition(s string) (*ArchivePosition, error) {
 	if err1 != nil || err2 != nil || index < 0 || start < 0 {
 		return nil, bad
 	}
-	return &ArchivePosition{Index: index, SpanStart: start}, nil
+	return &evidence.ArchivePosition{Index: index, SpanStart: start}, nil
 }

@@ -25,25 +25,25 @@ const inspectedText = "We must never deploy on Fridays."
 // fakeInspector answers one inspection for every conversation and records
 // the page asked for.
 type fakeInspector struct {
-	after *api.ArchivePosition
+	after *evidence.ArchivePosition
 	limit int
 }
 
-func (f *fakeInspector) Inspect(_ context.Context, userID, conversationID string, after *api.ArchivePosition, limit int) (api.Inspection, error) {
+func (f *fakeInspector) Inspect(_ context.Context, userID, conversationID string, after *evidence.ArchivePosition, limit int) (evidence.Inspection, error) {
 	f.after, f.limit = after, limit
 	item := evidence.Item{Entry: evidence.Entry{Role: checkpoint.RoleUser, MessageID: "m0", Excerpt: inspectedText, Span: evidence.Span{0, 32}},
 		Bucket: evidence.Constraints, Tier: evidence.TierUserKey, Weight: 700}
 	newer := item
 	newer.Index, newer.MessageID, newer.Excerpt = 4, "m4", "Correction: we deploy on Thursdays instead."
-	return api.Inspection{
+	return evidence.Inspection{
 		Record:       evidence.Record{UserID: userID, ConversationID: conversationID, Version: 3, Cursor: 6, MessageCount: 7, UpdatedAt: updatedAt},
 		ArchiveCount: 9,
-		Entries: []api.InspectedEntry{
+		Entries: []evidence.InspectedEntry{
 			{Item: item, Decision: evidence.Decision{Why: evidence.WhySuperseded, Classes: []string{"user"},
 				SupersededBy: &evidence.EntryRef{Index: 4, MessageID: "m4"}}},
 			{Item: newer, Decision: evidence.Decision{Why: evidence.WhyShown, As: "user", Classes: []string{"user"}}},
 		},
-		Next:         &api.ArchivePosition{Index: 4, SpanStart: 0},
+		Next:         &evidence.ArchivePosition{Index: 4, SpanStart: 0},
 		RequestIndex: 6, MaxTokens: 1800, RoomLeft: 100, Matches: true,
 	}, nil
 }
@@ -131,7 +131,7 @@ func TestInspectConversation(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("%d: %s", w.Code, w.Body)
 	}
-	if diff := cmp.Diff(&api.ArchivePosition{Index: 3, SpanStart: 17}, b.inspector.after); diff != "" || b.inspector.limit != 2 {
+	if diff := cmp.Diff(&evidence.ArchivePosition{Index: 3, SpanStart: 17}, b.inspector.after); diff != "" || b.inspector.limit != 2 {
 		t.Errorf("asked for the page after %v, limit %d; want 3:17, 2", b.inspector.after, b.inspector.limit)
 	}
 	var body struct {

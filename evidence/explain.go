@@ -154,3 +154,40 @@ func (t *viewTrace) room(left int) {
 		t.roomLeft = left
 	}
 }
+
+// Inspection is what the evidence inspector shows of a conversation, read
+// in one snapshot: its stored evidence, a page of its archive, and what the
+// view chosen for its current request did with each entry of the page.
+type Inspection struct {
+	// Record is the stored evidence; for an unknown or deleted
+	// conversation, a Record with only its key set.
+	Record Record
+	// ArchiveCount is the archive's size.
+	ArchiveCount int
+	// Entries are the page's entries, in history order, each with the
+	// view's decision.
+	Entries []InspectedEntry
+	// Next is the position to read the next page after; nil on the last
+	// page.
+	Next *ArchivePosition
+	// RequestIndex is the index of the request the view was chosen for;
+	// -1 when there is no view (the seed profile, or nothing summarised).
+	RequestIndex int
+	// MaxTokens bounds the view's message; RoomLeft is how many bytes of
+	// it the view left unused.
+	MaxTokens, RoomLeft int
+	// Matches reports that the view chosen again here is the stored one.
+	Matches bool
+}
+
+// InspectedEntry is an archive entry with what the view did with it.
+type InspectedEntry struct {
+	Item     Item
+	Decision Decision
+}
+
+// ArchivePosition is an entry's place in the history: its message's index
+// and the start of its span.
+type ArchivePosition struct {
+	Index, SpanStart int
+}

@@ -11,51 +11,14 @@ import (
 	"github.com/recallhq/recall/evidence"
 )
 
-// Inspection is what the evidence inspector shows of a conversation, read
-// in one snapshot: its stored evidence, a page of its archive, and what the
-// view chosen for its current request did with each entry of the page.
-type Inspection struct {
-	// Record is the stored evidence; for an unknown or deleted
-	// conversation, a Record with only its key set.
-	Record evidence.Record
-	// ArchiveCount is the archive's size.
-	ArchiveCount int
-	// Entries are the page's entries, in history order, each with the
-	// view's decision.
-	Entries []InspectedEntry
-	// Next is the position to read the next page after; nil on the last
-	// page.
-	Next *ArchivePosition
-	// RequestIndex is the index of the request the view was chosen for;
-	// -1 when there is no view (the seed profile, or nothing summarised).
-	RequestIndex int
-	// MaxTokens bounds the view's message; RoomLeft is how many bytes of
-	// it the view left unused.
-	MaxTokens, RoomLeft int
-	// Matches reports that the view chosen again here is the stored one.
-	Matches bool
-}
-
-// InspectedEntry is an archive entry with what the view did with it.
-type InspectedEntry struct {
-	Item     evidence.Item
-	Decision evidence.Decision
-}
-
-// ArchivePosition is an entry's place in the history: its message's index
-// and the start of its span.
-type ArchivePosition struct {
-	Index, SpanStart int
-}
-
 // Inspect returns a conversation's inspection with the page of up to limit
 // (at least 1) archive entries after the position after (nil for the first
 // page). The
 // view is chosen again for the held request at the cursor from the same
 // candidates, by the same code (evidence.ExplainView), as extraction chose
 // it; Matches says whether it came out the same.
-func (s *Store) Inspect(ctx context.Context, userID, conversationID string, after *ArchivePosition, limit int) (Inspection, error) {
-	in := Inspection{Record: evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()},
+func (s *Store) Inspect(ctx context.Context, userID, conversationID string, after *evidence.ArchivePosition, limit int) (evidence.Inspection, error) {
+	in := evidence.Inspection{Record: evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()},
 		RequestIndex: -1, MaxTokens: s.fold.MaxTokens}
 	limit = max(limit, 1)
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -64,7 +27,7 @@ func (s *Store) Inspect(ctx context.Context, userID, conversationID string, afte
 			return err
 		}
 		in.ArchiveCount = count
-		pos := ArchivePosition{Index: -1, SpanStart: -1}
+		pos := evidence.ArchivePosition{Index: -1, SpanStart: -1}
 		if after != nil {
 			pos = *after
 		}
@@ -78,15 +41,15 @@ ORDER BY idx, span_start LIMIT $5`, userID, conversationID, pos.Index, pos.SpanS
 		if len(page) > limit {
 			page = page[:limit]
 			last := page[limit-1]
-			in.Next = &ArchivePosition{Index: last.Index, SpanStart: last.Span[0]}
+			in.Next = &evidence.ArchivePosition{Index: last.Index, SpanStart: last.Span[0]}
 		}
 		x, err := s.explain(ctx, tx, &in, count)
 		if err != nil {
 			return err
 		}
-		in.Entries = make([]InspectedEntry, len(page))
+		in.Entries = make([]evidence.InspectedEntry, len(page))
 		for i := range page {
-			in.Entries[i] = InspectedEntry{Item: page[i], Decision: evidence.Decision{Why: evidence.WhyNotCandidate}}
+			in.Entries[i] = evidence.InspectedEntry{Item: page[i], Decision: evidence.Decision{Why: evidence.WhyNotCandidate}}
 			if x != nil {
 				in.Entries[i].Decision = x.Decision(&page[i])
 			}
@@ -94,7 +57,7 @@ ORDER BY idx, span_start LIMIT $5`, userID, conversationID, pos.Index, pos.SpanS
 		return nil
 	})
 	if err != nil {
-		return Inspection{}, err
+		return evidence.Inspection{}, err
 	}
 	return in, nil
 }
@@ -103,7 +66,7 @@ ORDER BY idx, span_start LIMIT $5`, userID, conversationID, pos.Index, pos.SpanS
 // for the held request at the cursor (the message extraction summarised up
 // to), from the candidates of the archive of count items. It returns nil
 // when the conversation has no view.
-func (s *Store) explain(ctx context.Context, tx pgx.Tx, in *Inspection, count int) (*evidence.Explanation, error) {
+func (s *Store) explain(ctx context.Context, tx pgx.Tx, in *evidence.Inspection, count int) (*evidence.Explanation, error) {
 	rec := &in.Record
 	if s.fold.Profile == evidence.ProfileSeed || rec.View == nil {
 		return nil, nil

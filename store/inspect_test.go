@@ -50,8 +50,8 @@ func TestInspect(t *testing.T) {
 			q := evidence.NewQuery(evidence.RequestText(&msgs[k]), want.Archive.Recent(evidence.WindowItems))
 			x := evidence.ExplainView(want.Archive.Candidates(q), q, evidence.DefaultMaxTokens)
 
-			var got []store.InspectedEntry
-			var after *store.ArchivePosition
+			var got []evidence.InspectedEntry
+			var after *evidence.ArchivePosition
 			for pages := 0; ; pages++ {
 				in, err := st.Inspect(t.Context(), "u", "c", after, tt.pageSize)
 				if err != nil {

@@ -264,7 +264,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Rejections:         storeRejections{apiStore},
 			Users:              storeUsers{apiStore},
 			TracerProvider:     a.tp,
-			Inspector:          storeInspector{apiStore},
+			Inspector:          apiStore, // the primary, as the user routes: what the worker last wrote
 		})
 		if err != nil {
 			return nil, err
