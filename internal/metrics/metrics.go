@@ -52,7 +52,15 @@ type Metrics struct {
 	// ContextEvidence counts assembled prompts by whether the evidence
 	// message was included (included, left_out, none).
 	ContextEvidence *prometheus.CounterVec
+	// ExtractionJobs is River's extraction jobs by state (available,
+	// scheduled, running, retryable, discarded), as the API process last
+	// counted them (jobs.WatchQueue): the queue's depth, and the jobs River
+	// gave up on.
+	ExtractionJobs *prometheus.GaugeVec
 }
+
+// JobStates are the states of River's jobs that ExtractionJobs counts.
+var JobStates = []string{"available", "scheduled", "running", "retryable", "discarded"}
 
 // New builds the collectors on a fresh registry with the Go and process
 // collectors.
@@ -109,8 +117,15 @@ func New() *Metrics {
 			Name: "recall_context_evidence_total", Help: "Assembled prompts by whether the evidence message was included.",
 		}, []string{"evidence"}),
 	}
+	m.ExtractionJobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "recall_extraction_jobs", Help: "River's extraction jobs by state, as last counted.",
+	}, []string{"state"})
+	for _, st := range JobStates {
+		m.ExtractionJobs.WithLabelValues(st)
+	}
 	reg.MustRegister(m.Events, m.IngestSeconds, m.Extractions, m.ExtractionSeconds, m.SummarisedMessages,
 		m.StateLagSeconds, m.HTTPRequests, m.HTTPSeconds, m.Waiters, m.MaxWaiters,
-		m.ContextRequests, m.ContextTokens, m.ContextDroppedTurns, m.ContextCompactedToolResults, m.ContextEvidence)
+		m.ContextRequests, m.ContextTokens, m.ContextDroppedTurns, m.ContextCompactedToolResults, m.ContextEvidence,
+		m.ExtractionJobs)
 	return m
 }

@@ -129,10 +129,12 @@ type app struct {
 	// stop flushes; nil when traces are off (or a test supplied its own).
 	tracing *sdktrace.TracerProvider
 	// tp receives every part's spans; nil when traces are off.
-	tp       trace.TracerProvider
-	listener *store.Listener
-	handler  *api.Handler
-	server   *http.Server
+	tp trace.TracerProvider
+	// stopQueue ends the count of the extraction queue (jobs.WatchQueue).
+	stopQueue context.CancelFunc
+	listener  *store.Listener
+	handler   *api.Handler
+	server    *http.Server
 	// uiServer serves the River UI, when asked for; stopUI ends the UI's
 	// background services.
 	uiServer *http.Server
@@ -281,6 +283,10 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			}
 		}()
 		logger.InfoContext(ctx, "read API listening", slog.String("addr", a.Addr))
+		// The extraction queue's depth, for /metrics; counted until stop.
+		var qctx context.Context
+		qctx, a.stopQueue = context.WithCancel(context.WithoutCancel(ctx))
+		go jobs.WatchQueue(qctx, a.apiPool, m, jobs.QueueInterval, logger)
 		if cfg.RiverUIAddr != "" {
 			var rc *river.Client[pgx.Tx]
 			if a.pipe != nil {
@@ -456,6 +462,9 @@ func (a *app) stop(logger *slog.Logger) error {
 	}
 	if a.stopUI != nil {
 		defer a.stopUI()
+	}
+	if a.stopQueue != nil {
+		a.stopQueue()
 	}
 	if a.pipe != nil {
 		wg.Go(func() { _ = a.pipe.Stop(ctx) })
