@@ -20,22 +20,29 @@ type Querier interface {
 const QueueInterval = 15 * time.Second
 
 // WatchQueue counts River's extraction jobs by state into
-// m.ExtractionJobs now and every interval until ctx ends: the queue's depth
-// and the jobs River discarded, which no job middleware sees. A count that
-// fails is logged and tried again at the next interval.
-func WatchQueue(ctx context.Context, db Querier, m *metrics.Metrics, interval time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if err := CountJobs(ctx, db, m); err != nil && ctx.Err() == nil {
-			logger.WarnContext(ctx, "count extraction jobs", slog.String("error", err.Error()))
+// m.ExtractionJobs now and every interval until the returned stop is called
+// (stop waits for the count under way): the queue's depth and the jobs River
+// discarded, which no job middleware sees. A count that fails is logged and
+// tried again at the next interval.
+func WatchQueue(db Querier, m *metrics.Metrics, interval time.Duration, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			if err := CountJobs(ctx, db, m); err != nil && ctx.Err() == nil {
+				logger.WarnContext(ctx, "count extraction jobs", slog.String("error", err.Error()))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // CountJobs counts River's extraction jobs by state into m.ExtractionJobs

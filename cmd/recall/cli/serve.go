@@ -131,7 +131,7 @@ type app struct {
 	// tp receives every part's spans; nil when traces are off.
 	tp trace.TracerProvider
 	// stopQueue ends the count of the extraction queue (jobs.WatchQueue).
-	stopQueue context.CancelFunc
+	stopQueue func()
 	listener  *store.Listener
 	handler   *api.Handler
 	server    *http.Server
@@ -284,9 +284,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		}()
 		logger.InfoContext(ctx, "read API listening", slog.String("addr", a.Addr))
 		// The extraction queue's depth, for /metrics; counted until stop.
-		var qctx context.Context
-		qctx, a.stopQueue = context.WithCancel(context.WithoutCancel(ctx))
-		go jobs.WatchQueue(qctx, a.apiPool, m, jobs.QueueInterval, logger)
+		a.stopQueue = jobs.WatchQueue(a.apiPool, m, jobs.QueueInterval, logger)
 		if cfg.RiverUIAddr != "" {
 			var rc *river.Client[pgx.Tx]
 			if a.pipe != nil {
