@@ -41,21 +41,8 @@ const (
 // name holds the message text, the search query or the conversation id.
 func TestTurnIsOneTrace(t *testing.T) {
 	t.Parallel()
-	exp := tracetest.NewInMemoryExporter()
-	tp, err := telemetry.NewProvider(t.Context(), sdktrace.WithSyncer(exp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	ns := natstest.Start(t)
-	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
-	cfg.tracerProvider = tp
-	logger := slog.New(slog.DiscardHandler)
-	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop(logger) })
+	tr := startTraced(t)
+	exp, tp, ns, cfg, a := tr.exp, tr.tp, tr.ns, tr.cfg, tr.a
 
 	nc, err := nats.Connect(ns.URL())
 	if err != nil {
@@ -166,21 +153,8 @@ func TestTurnIsOneTrace(t *testing.T) {
 // batch continues it.
 func TestHTTPIngestIsTraced(t *testing.T) {
 	t.Parallel()
-	exp := tracetest.NewInMemoryExporter()
-	tp, err := telemetry.NewProvider(t.Context(), sdktrace.WithSyncer(exp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	ns := natstest.Start(t)
-	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
-	cfg.tracerProvider = tp
-	logger := slog.New(slog.DiscardHandler)
-	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop(logger) })
+	tr := startTraced(t)
+	exp, tp, cfg, a := tr.exp, tr.tp, tr.cfg, tr.a
 	tok, err := apiclient.Sign([]byte(cfg.JWTSecret), "u-http", time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -308,4 +282,36 @@ func TestTracesOffByDefault(t *testing.T) {
 	if _, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
 		t.Error("the global tracer provider is an SDK provider")
 	}
+}
+
+// startTraced starts recall (worker and API) on a fresh database and a
+// NATS server of its own, with its spans going to the returned in-memory
+// exporter; both stop when the test ends.
+func startTraced(t *testing.T) traced {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp, err := telemetry.NewProvider(t.Context(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ns := natstest.Start(t)
+	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
+	cfg.tracerProvider = tp
+	logger := slog.New(slog.DiscardHandler)
+	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.stop(logger) })
+	return traced{exp: exp, tp: tp, ns: ns, cfg: cfg, a: a}
+}
+
+// traced is a recall that startTraced started, and what it was started with.
+type traced struct {
+	exp *tracetest.InMemoryExporter
+	tp  *sdktrace.TracerProvider
+	ns  *natstest.Server
+	cfg *config
+	a   *app
 }
