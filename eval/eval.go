@@ -238,9 +238,9 @@ func contextText(st *evidence.State, history []checkpoint.Message, cfg *evidence
 	if st.Archive != nil {
 		maxTokens := cfg.WithDefaults().MaxTokens
 		req.Complement = func(request string, before, room int) (*evidence.EvidenceMessage, error) {
-			q := evidence.NewQuery(request, st.Archive.Recent(evidence.WindowItems))
+			c, q := st.Archive.Candidates(request)
 			view := evidence.State{Cursor: st.Cursor}
-			view.SetView(evidence.SelectView(st.Archive.Candidates(q).Before(before), q, maxTokens))
+			view.SetView(evidence.SelectView(c.Before(before), q, maxTokens))
 			return evidence.RenderWithin(&view, room), nil
 		}
 	}

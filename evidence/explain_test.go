@@ -19,8 +19,7 @@ func explainFolded(tb testing.TB, history []checkpoint.Message, maxTokens int) (
 		tb.Fatalf("Fold: %v", err)
 	}
 	request := history[NewestRequest(history)]
-	q := NewQuery(RequestText(&request), s.Archive.Recent(WindowItems))
-	c := s.Archive.Candidates(q)
+	c, q := s.Archive.Candidates(RequestText(&request))
 	return s.Archive, ExplainView(c, q, maxTokens), SelectView(c, q, maxTokens)
 }
 

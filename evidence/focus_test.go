@@ -234,11 +234,17 @@ func TestArchiveBound(t *testing.T) {
 		return Item{Entry: Entry{Index: i, Excerpt: fmt.Sprint(i), Span: Span{0, 1}}, Bucket: b, Key: fmt.Sprint(i)}
 	}
 	var a Archive
-	a.Add([]Item{item(0, Constraints), item(1, RecentContext), item(2, Decisions), item(3, RecentContext)}, 3)
+	add := func(items ...Item) {
+		t.Helper()
+		if _, err := AddToArchive(t.Context(), &a, items, a.Len(), 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(item(0, Constraints), item(1, RecentContext), item(2, Decisions), item(3, RecentContext))
 	if got := indexes(a.Items()); !reflect.DeepEqual(got, []int{0, 2, 3}) {
 		t.Errorf("after the first add: %v, want [0 2 3]", got)
 	}
-	a.Add([]Item{item(4, Constraints), item(5, Constraints)}, 3)
+	add(item(4, Constraints), item(5, Constraints))
 	if got := indexes(a.Items()); !reflect.DeepEqual(got, []int{2, 4, 5}) {
 		t.Errorf("after the second add: %v, want [2 4 5]", got)
 	}

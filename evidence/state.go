@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -204,26 +205,18 @@ func (s *State) Summarise(msgs []checkpoint.Message, prefix checkpoint.Digest, r
 		return
 	}
 	c := cfg.withDefaults()
-	if c.Profile == ProfileSeed {
-		if s.Buckets.Constraints == nil {
-			s.Buckets = s.Buckets.clone()
-		}
-		size := newEnvelopeSize(&s.Buckets, false)
-		for i := range msgs {
-			s.add(&msgs[i], s.Cursor+i, &c, &size)
-		}
-	} else {
-		if s.Archive == nil {
-			s.Archive = &Archive{}
-		}
-		s.Archive.Add(ExtractItems(msgs, s.Cursor, &c), c.MaxArchiveEntries)
-		q := NewQuery(RequestText(request), s.Archive.Recent(WindowItems))
-		s.SetView(SelectView(s.Archive.Candidates(q), q, c.MaxTokens))
+	if s.Archive == nil && c.Profile == ProfileFocus {
+		s.Archive = &Archive{}
 	}
-	s.Cursor += len(msgs)
-	s.PrefixDigest = prefix
-	s.MessageCount = max(s.MessageCount, s.Cursor)
-	s.Version++
+	ctx := context.Background()
+	x := c.NewExtraction(*s, s.Archive, s.Archive.Len())
+	err := x.Add(ctx, msgs, prefix)
+	if err == nil {
+		*s, _, err = x.Finish(ctx, request)
+	}
+	if err != nil {
+		panic(err) // an archive in memory answers every scan and applies every change
+	}
 }
 
 // SetView makes v the state's evidence (the focus profile).

@@ -14,11 +14,12 @@ import (
 	"github.com/recallhq/recall/evidence"
 )
 
-// The archive keeps what evidence.Archive keeps in memory, in
-// recall_archive: the same items, replaced and evicted by the same rules, and
-// the same candidates for a view, found through indexes (the restatement key,
-// the tier, and a GIN index on the entries' term hashes) rather than by
-// reading a conversation's archive whole.
+// recall_archive holds each conversation's archive. The core decides what
+// it keeps and which items a view reads (evidence.AddToArchive,
+// evidence.ReadCandidates); this file only answers the core's scans, each
+// through an index (the restatement key, the tier, the bucket, and a GIN
+// index on the entries' term hashes) rather than by reading a
+// conversation's archive whole, and applies the changes it hands back.
 
 // querier is what pgxpool.Pool and pgx.Tx share for reading.
 type querier interface {
@@ -46,74 +47,157 @@ func termHash(userID, conversationID, term string) int64 {
 // archiveChunk bounds the items one INSERT carries.
 const archiveChunk = 2000
 
-// addToArchive adds the items of one extraction to the archive of a locked
-// conversation that holds count items, as evidence.Archive.Add does: an item
-// replaces the items with its restatement key, and beyond max items the
-// oldest recent_context items go. It returns the archive's new size.
-func addToArchive(ctx context.Context, tx pgx.Tx, userID, conversationID string, items []evidence.Item, count, max int) (int, error) {
-	items = evidence.LatestByKey(items)
-	if len(items) == 0 {
-		return count, nil
+// archive is one conversation's archive in recall_archive: it answers the
+// core's scans (evidence.Index), each through an index, and applies the
+// changes the core decides (evidence.ArchiveWriter) in the transaction tx
+// (nil for reads only).
+type archive struct {
+	db                     querier
+	tx                     pgx.Tx
+	userID, conversationID string
+	// count is how many items the archive holds; whole, a small
+	// archive as read whole, until the next change.
+	count int
+	whole *evidence.Archive
+}
+
+// Scan implements evidence.Index. An archive of up to smallArchive items
+// is read whole, in one plain range scan no longer than the scans' reads,
+// and the scans run over it in memory.
+func (a *archive) Scan(ctx context.Context, scans []evidence.Scan) ([][]evidence.Item, error) {
+	if a.count <= smallArchive {
+		if a.whole == nil {
+			lists, err := scanItems(ctx, a.db, `SELECT `+itemColumns+`, 0 FROM recall_archive
+WHERE user_id = $1 AND conversation_id = $2 ORDER BY idx, span_start`, a.userID, a.conversationID)
+			if err != nil {
+				return nil, err
+			}
+			a.whole = evidence.ArchiveOf(lists[0])
+		}
+		return a.whole.Scan(ctx, scans)
 	}
-	keys := make([]int64, len(items))
-	for i := range items {
-		keys[i] = keyHash(items[i].Key)
+	sql, args := scanSQL(a.userID, a.conversationID, scans, itemColumns)
+	lists, err := scanItems(ctx, a.db, sql, args...)
+	if err != nil {
+		return nil, err
 	}
-	// The restated entries' deletion and the first insert go in one round
-	// trip; a large extraction's further inserts follow one at a time.
+	out := make([][]evidence.Item, len(scans))
+	for i := range out {
+		out[i] = lists[i]
+	}
+	return out, nil
+}
+
+// Replace implements evidence.ArchiveWriter: the restated entries'
+// deletion and the first insert go in one round trip; a large
+// extraction's further inserts follow one at a time.
+func (a *archive) Replace(ctx context.Context, keys []string, items []evidence.Item) (int, error) {
+	hashes := make([]int64, len(keys))
+	for i, k := range keys {
+		hashes[i] = keyHash(k)
+	}
+	a.whole = nil
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND key_hash = ANY($3)`,
-		userID, conversationID, keys)
+		a.userID, a.conversationID, hashes)
 	first := min(archiveChunk, len(items))
-	queueItems(b, userID, conversationID, items[:first], keys)
-	br := tx.SendBatch(ctx, b)
+	queueItems(b, a.userID, a.conversationID, items[:first])
+	br := a.tx.SendBatch(ctx, b)
 	tag, err := br.Exec()
 	if err != nil {
 		br.Close()
 		return 0, fmt.Errorf("replace restated entries: %w", err)
 	}
-	count -= int(tag.RowsAffected())
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return 0, fmt.Errorf("store archive entries: %w", err)
+	if len(items) > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return 0, fmt.Errorf("store archive entries: %w", err)
+		}
 	}
 	if err := br.Close(); err != nil {
 		return 0, fmt.Errorf("store archive entries: %w", err)
 	}
 	for lo := first; lo < len(items); lo += archiveChunk {
 		b := &pgx.Batch{}
-		queueItems(b, userID, conversationID, items[lo:min(lo+archiveChunk, len(items))], keys[lo:])
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		queueItems(b, a.userID, a.conversationID, items[lo:min(lo+archiveChunk, len(items))])
+		if err := a.tx.SendBatch(ctx, b).Close(); err != nil {
 			return 0, fmt.Errorf("store archive entries: %w", err)
 		}
 	}
-	count += len(items)
-	if over := count - max; over > 0 {
-		for _, bucketOnly := range []bool{true, false} {
-			tag, err := tx.Exec(ctx, `
-WITH gone AS (
-    SELECT idx, span_start FROM recall_archive
-    WHERE user_id = $1 AND conversation_id = $2 AND (NOT $4 OR bucket = 3)
-    ORDER BY idx, span_start LIMIT $3)
-DELETE FROM recall_archive a USING gone
-WHERE a.user_id = $1 AND a.conversation_id = $2 AND a.idx = gone.idx AND a.span_start = gone.span_start`,
-				userID, conversationID, over, bucketOnly)
-			if err != nil {
-				return 0, fmt.Errorf("bound the archive: %w", err)
-			}
-			over -= int(tag.RowsAffected())
-			count -= int(tag.RowsAffected())
-			if over <= 0 {
-				break
-			}
-		}
-	}
-	return count, nil
+	a.count += len(items) - int(tag.RowsAffected())
+	return int(tag.RowsAffected()), nil
 }
 
-// queueItems queues the insert of items, whose key hashes keys begins with.
-func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.Item, keys []int64) {
+// Delete implements evidence.ArchiveWriter.
+func (a *archive) Delete(ctx context.Context, s evidence.Scan) (int, error) {
+	a.whole = nil
+	args := []any{a.userID, a.conversationID}
+	where := scanWhere(&s, a.userID, a.conversationID, &args)
+	tag, err := a.tx.Exec(ctx, fmt.Sprintf(`
+WITH gone AS (SELECT idx, span_start FROM recall_archive WHERE %s ORDER BY %s LIMIT %d)
+DELETE FROM recall_archive a USING gone
+WHERE a.user_id = $1 AND a.conversation_id = $2 AND a.idx = gone.idx AND a.span_start = gone.span_start`,
+		where, orderSQL[s.Order], s.Limit), args...)
+	if err != nil {
+		return 0, fmt.Errorf("bound the archive: %w", err)
+	}
+	a.count -= int(tag.RowsAffected())
+	return int(tag.RowsAffected()), nil
+}
+
+// orderSQL spells each evidence.Order as an ORDER BY list.
+var orderSQL = [...]string{
+	evidence.Oldest:   "idx, span_start",
+	evidence.Newest:   "idx DESC, span_start DESC",
+	evidence.Heaviest: "weight DESC, idx, span_start",
+}
+
+// scanWhere returns the WHERE condition of s, appending its arguments to
+// args, which hold the conversation's key as $1 and $2.
+func scanWhere(s *evidence.Scan, userID, conversationID string, args *[]any) string {
+	var b strings.Builder
+	b.WriteString("user_id = $1 AND conversation_id = $2")
+	if s.Tier != evidence.Any {
+		fmt.Fprintf(&b, " AND tier = %d", s.Tier)
+	}
+	if s.Bucket != evidence.Any {
+		fmt.Fprintf(&b, " AND bucket = %d", s.Bucket)
+	}
+	if s.Role != "" {
+		*args = append(*args, string(s.Role))
+		fmt.Fprintf(&b, " AND role = $%d", len(*args))
+	}
+	if s.After >= 0 {
+		*args = append(*args, s.After)
+		fmt.Fprintf(&b, " AND idx > $%d", len(*args))
+	}
+	if s.Terms != nil {
+		*args = append(*args, termHashes(userID, conversationID, s.Terms))
+		fmt.Fprintf(&b, " AND term_hashes && $%d", len(*args))
+	}
+	return b.String()
+}
+
+// scanSQL returns the statement that answers scans, one row per item with
+// columns and the number of its scan, and its arguments.
+func scanSQL(userID, conversationID string, scans []evidence.Scan, columns string) (string, []any) {
+	args := []any{userID, conversationID}
+	var b strings.Builder
+	for i := range scans {
+		if i > 0 {
+			b.WriteString("\nUNION ALL\n")
+		}
+		s := &scans[i]
+		fmt.Fprintf(&b, "(SELECT %s, %d FROM recall_archive WHERE %s ORDER BY %s LIMIT %d)",
+			columns, i, scanWhere(s, userID, conversationID, &args), orderSQL[s.Order], s.Limit)
+	}
+	return b.String(), args
+}
+
+// queueItems queues the insert of items.
+func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.Item) {
 	n := len(items)
+	keys := make([]int64, n)
 	idx, start, end := make([]int32, n), make([]int32, n), make([]int32, n)
 	roles, terms, hashes := make([]string, n), make([]string, n), make([]string, n)
 	ids, excerpts := make([][]byte, n), make([][]byte, n)
@@ -124,6 +208,7 @@ func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.It
 		it := &items[i]
 		idx[i], start[i], end[i] = int32(it.Index), int32(it.Span[0]), int32(it.Span[1])
 		roles[i], ids[i], excerpts[i], truncated[i] = string(it.Role), []byte(it.MessageID), []byte(it.Excerpt), it.Truncated
+		keys[i] = keyHash(it.Key)
 		buckets[i], tiers[i], weights[i] = int16(it.Bucket), int16(it.Tier), int16(it.Weight)
 		terms[i] = strings.Join(it.Terms, " ")
 		hb = hb[:0]
@@ -143,56 +228,21 @@ SELECT $1, $2, t.idx, t.s, t.e, t.role, t.id, t.excerpt, t.truncated, t.bucket, 
 FROM unnest($3::int[], $4::int[], $5::int[], $6::text[], $7::bytea[], $8::bytea[], $9::bool[], $10::int2[],
     $11::int2[], $12::int2[], $13::int8[], $14::text[], $15::text[])
     AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, weight, key_hash, terms, hashes)`,
-		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys[:n], terms, hashes)
+		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys, terms, hashes)
 }
 
 const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, weight, array_to_string(terms, ' ')`
 
 // candidates returns the candidates of a view for request (a request's or a
-// search's text) and the query, as evidence.Archive.Candidates and
-// evidence.NewQuery do over an archive of count items.
+// search's text) and the query, as evidence.ReadCandidates reads them, from
+// the archive of count items.
 func candidates(ctx context.Context, db querier, userID, conversationID, request string, count int) (*evidence.Candidates, *evidence.Query, error) {
-	if count <= smallArchive {
-		// Reading it whole is one plain range scan, no longer than the
-		// candidate statements' reads.
-		lists, err := scanItems(ctx, db, `SELECT `+itemColumns+`, 0 FROM recall_archive
-WHERE user_id = $1 AND conversation_id = $2 ORDER BY idx, span_start`, userID, conversationID)
-		if err != nil {
-			return nil, nil, err
-		}
-		a := evidence.ArchiveOf(lists[0])
-		q := evidence.NewQuery(request, a.Recent(evidence.WindowItems))
-		return a.Candidates(q), q, nil
-	}
-	s, err := readStanding(ctx, db, userID, conversationID, count)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.withRelevant(ctx, db, userID, conversationID, request)
+	return evidence.ReadCandidates(ctx, &archive{db: db, userID: userID, conversationID: conversationID, count: count}, count, request)
 }
 
-// smallArchive is the size up to which an extraction reads its archive
-// whole and selects the candidates in Go (evidence.Archive.Candidates).
+// smallArchive is the size up to which an archive is read whole
+// (archive.Scan).
 const smallArchive = evidence.RelevantLimit + evidence.WindowLimit
-
-// withRelevant reads the items request picks and returns them with s's as
-// a view's candidates, and the query.
-func (s *standing) withRelevant(ctx context.Context, db querier, userID, conversationID, request string) (*evidence.Candidates, *evidence.Query, error) {
-	q := evidence.NewQuery(request, s.recent)
-	lists, err := scanItems(ctx, db, relevantSQL, userID, conversationID,
-		termHashes(userID, conversationID, q.RequestTerms()), termHashes(userID, conversationID, q.WindowTerms()))
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.candidates(lists[0], lists[1]), q, nil
-}
-
-// candidates returns s with the items a query picked by its request's
-// terms and by its window's.
-func (s *standing) candidates(byRequest, byWindow []evidence.Item) *evidence.Candidates {
-	return &evidence.Candidates{Total: s.total, Recent: s.recent, Tiers: s.tiers,
-		Relevant: evidence.MergeCandidates(byRequest, byWindow)}
-}
 
 func termHashes(userID, conversationID string, terms []string) []int64 {
 	h := make([]int64, len(terms))
@@ -200,58 +250,6 @@ func termHashes(userID, conversationID string, terms []string) []int64 {
 		h[i] = termHash(userID, conversationID, t)
 	}
 	return h
-}
-
-// relevantSQL reads the newest entries sharing a term with the request
-// ($3, list 0) and with the window only ($4, list 1).
-var relevantSQL = fmt.Sprintf(`(SELECT %[1]s, 0 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $3
-ORDER BY idx DESC, span_start DESC LIMIT %[2]d)
-UNION ALL
-(SELECT %[1]s, 1 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $4
-ORDER BY idx DESC, span_start DESC LIMIT %[3]d)`, itemColumns, evidence.RelevantLimit, evidence.WindowLimit)
-
-// relevantKeysSQL is relevantSQL reading only the entries' keys.
-var relevantKeysSQL = fmt.Sprintf(`(SELECT idx, span_start, 0 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $3
-ORDER BY idx DESC, span_start DESC LIMIT %[1]d)
-UNION ALL
-(SELECT idx, span_start, 1 FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND term_hashes && $4
-ORDER BY idx DESC, span_start DESC LIMIT %[2]d)`, evidence.RelevantLimit, evidence.WindowLimit)
-
-// recentList is standingSQL's list number of the newest entries; list
-// 3t+j is tier t's oldest (j 0), newest (1) and heaviest (2) entries.
-const recentList = 3 * int(evidence.TierContext)
-
-var standingSQL = func() string {
-	var sql strings.Builder
-	for t := range evidence.TierContext {
-		for j, order := range []string{"idx, span_start", "idx DESC, span_start DESC", "weight DESC, idx, span_start"} {
-			limit := evidence.CandidateLimit / 4
-			if j == 2 {
-				limit = evidence.CandidateLimit / 2
-			}
-			fmt.Fprintf(&sql, `(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2 AND tier = %d
-ORDER BY %s LIMIT %d)
-UNION ALL
-`, itemColumns, 3*int(t)+j, t, order, limit)
-		}
-	}
-	fmt.Fprintf(&sql, `(SELECT %s, %d FROM recall_archive WHERE user_id = $1 AND conversation_id = $2
-ORDER BY idx DESC, span_start DESC LIMIT %d)`, itemColumns, recentList, evidence.CandidateLimit)
-	return sql.String()
-}()
-
-// readStanding reads the candidates no query picks: per tier its oldest,
-// newest and heaviest items, and the newest items.
-func readStanding(ctx context.Context, db querier, userID, conversationID string, count int) (*standing, error) {
-	lists, err := scanItems(ctx, db, standingSQL, userID, conversationID)
-	if err != nil {
-		return nil, err
-	}
-	s := &standing{total: count, recent: lists[recentList]}
-	for t := range evidence.TierContext {
-		s.tiers[t] = evidence.MergeCandidates(lists[3*int(t)], lists[3*int(t)+1], lists[3*int(t)+2])
-	}
-	return s, nil
 }
 
 // scanItems runs a query of itemColumns and a list number, and returns the
@@ -317,9 +315,9 @@ func (s *Store) Search(ctx context.Context, userID, conversationID, query string
 func (s *Store) SearchBefore(ctx context.Context, userID, conversationID, query string, before int) (evidence.Record, error) {
 	key := searchKey{userID, conversationID}
 	empty := evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()}
-	if known := s.searches.get(key); known != nil && s.fold.Profile != evidence.ProfileSeed {
+	if k := s.searches.get(key); k != nil {
 		rec := empty
-		ok, err := s.searchStanding(ctx, known, &rec, query, before)
+		ok, err := s.searchStanding(ctx, k, &rec, query, before)
 		if err != nil {
 			return evidence.Record{}, err
 		}
@@ -335,22 +333,22 @@ func (s *Store) SearchBefore(ctx context.Context, userID, conversationID, query 
 			s.searches.drop(key)
 			return err
 		}
-		if s.fold.Profile == evidence.ProfileSeed || rec.View == nil {
-			return nil
+		if rec.View == nil {
+			return nil // no focus view: the stored evidence is the answer
 		}
-		known, err := readStanding(ctx, tx, userID, conversationID, count)
+		ix := &archive{db: tx, userID: userID, conversationID: conversationID, count: count}
+		standing, err := evidence.ReadStanding(ctx, ix, count)
 		if err != nil {
 			return err
 		}
-		known.stamp = stamp
-		c, q, err := known.withRelevant(ctx, tx, userID, conversationID, query)
+		c, q, err := standing.Candidates(ctx, ix, query)
 		if err != nil {
 			return err
 		}
-		s.searches.put(key, known)
-		s.searches.items.put(userID, conversationID, known.recent)
-		for t := range known.tiers {
-			s.searches.items.put(userID, conversationID, known.tiers[t])
+		s.searches.put(key, &known{stamp: stamp, Standing: standing})
+		s.searches.items.put(userID, conversationID, standing.Recent)
+		for t := range standing.Tiers {
+			s.searches.items.put(userID, conversationID, standing.Tiers[t])
 		}
 		s.searches.items.put(userID, conversationID, c.Relevant)
 		return s.selectView(c.Before(before), q, &rec)

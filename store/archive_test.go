@@ -215,9 +215,9 @@ func requireSearch(t *testing.T, st *store.Store, want evidence.State, query str
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := evidence.NewQuery(query, want.Archive.Recent(evidence.WindowItems))
+	c, q := want.Archive.Candidates(query)
 	s := evidence.State{Cursor: want.Cursor}
-	s.SetView(evidence.SelectView(want.Archive.Candidates(q), q, evidence.DefaultMaxTokens))
+	s.SetView(evidence.SelectView(c, q, evidence.DefaultMaxTokens))
 	if got, wantBody := string(rec.Body), string(evidence.AppendBody(nil, &s, 0)); got != wantBody {
 		t.Errorf("search %q (version %d):\n got %s\nwant %s", query, rec.Version, got, wantBody)
 	}
@@ -232,9 +232,9 @@ func requireSearchBefore(t *testing.T, st *store.Store, want evidence.State, que
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := evidence.NewQuery(query, want.Archive.Recent(evidence.WindowItems))
+	c, q := want.Archive.Candidates(query)
 	s := evidence.State{Cursor: want.Cursor}
-	s.SetView(evidence.SelectView(want.Archive.Candidates(q).Before(before), q, evidence.DefaultMaxTokens))
+	s.SetView(evidence.SelectView(c.Before(before), q, evidence.DefaultMaxTokens))
 	if got, wantBody := string(rec.Body), string(evidence.AppendBody(nil, &s, 0)); got != wantBody {
 		t.Errorf("search %q before %d:\n got %s\nwant %s", query, before, got, wantBody)
 	}

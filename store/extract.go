@@ -59,7 +59,6 @@ func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID s
 	// the first holds the lock, so it sees every message committed before;
 	// its cursor is the locked row's.
 	var newest *int
-	focus := s.fold.Profile != evidence.ProfileSeed
 	var first pendingChunk
 	b := &pgx.Batch{}
 	b.Queue(`
@@ -67,7 +66,7 @@ SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT 
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID)
-	b.Queue(firstChunkSQL, userID, conversationID, string(checkpoint.RoleUser), s.extractChunk, focus, extractChunkBytes)
+	b.Queue(firstChunkSQL, userID, conversationID, string(checkpoint.RoleUser), s.extractChunk, extractChunkBytes)
 	br := tx.SendBatch(ctx, b)
 	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
 	if err == nil || errors.Is(err, pgx.ErrNoRows) {
@@ -104,21 +103,17 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 		return res, nil
 	}
 	k := *newest
-	var state evidence.State
-	if s.fold.Profile == evidence.ProfileSeed {
-		rec := row.record(userID, conversationID)
-		if state, err = rec.State(); err != nil {
-			return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
-		}
-	} else {
-		state = evidence.State{Cursor: row.cursor, PrefixDigest: row.prefix}
+	rec := row.record(userID, conversationID)
+	state, err := s.fold.StateOf(&rec)
+	if err != nil {
+		return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
 	}
-	archiveCount := row.archiveCount
+	x := s.fold.NewExtraction(state, &archive{db: tx, tx: tx, userID: userID, conversationID: conversationID, count: row.archiveCount}, row.archiveCount)
 	var request checkpoint.Message // request k, read with the last chunk when it fits
 	haveRequest := false
 	for lo := row.cursor; lo < k; {
 		end := min(lo+s.extractChunk, k)
-		if focus && end == k {
+		if end == k {
 			end = k + 1
 		}
 		var msgs []checkpoint.Message
@@ -136,33 +131,24 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 			request, haveRequest = msgs[len(msgs)-1], true
 			msgs, chains, hi = msgs[:len(msgs)-1], chains[:len(chains)-1], k
 		}
-		if !focus {
-			state.Summarise(msgs, chains[len(chains)-1], nil, &s.fold)
-			lo = hi
-			continue
-		}
-		items := evidence.ExtractItems(msgs, lo, &s.fold)
-		if archiveCount, err = addToArchive(ctx, tx, userID, conversationID, items, archiveCount, s.fold.MaxArchiveEntries); err != nil {
+		if err := x.Add(ctx, msgs, chains[len(chains)-1]); err != nil {
 			return ExtractResult{}, err
 		}
-		state.Cursor, state.PrefixDigest = hi, chains[len(chains)-1]
 		lo = hi
 	}
-	state.Version = row.version + 1
-	var view []byte
-	if focus {
-		if !haveRequest {
-			held, _, err := loadPending(ctx, tx, userID, conversationID, k, k+1, extractChunkBytes)
-			if err != nil {
-				return ExtractResult{}, err
-			}
-			request = held[0]
-		}
-		c, q, err := candidates(ctx, tx, userID, conversationID, evidence.RequestText(&request), archiveCount)
+	if !haveRequest {
+		held, _, err := loadPending(ctx, tx, userID, conversationID, k, k+1, extractChunkBytes)
 		if err != nil {
 			return ExtractResult{}, err
 		}
-		state.SetView(evidence.SelectView(c, q, s.fold.MaxTokens))
+		request = held[0]
+	}
+	state, archiveCount, err := x.Finish(ctx, &request)
+	if err != nil {
+		return ExtractResult{}, err
+	}
+	var view []byte
+	if state.Shown != nil {
 		if view, err = encodeView(state.Shown); err != nil {
 			return ExtractResult{}, err
 		}
@@ -228,14 +214,15 @@ ORDER BY idx`, userID, conversationID, lo, hi, maxBytes)
 // firstChunkSQL is loadPending's statement for the first chunk an
 // extraction reads, from the cursor, with the newest request after the
 // cursor ($3 is the user's role) on every row: the chunk ends at the
-// request, or $4 messages (the extraction's chunk) after the cursor; with
-// $5 (the focus profile) a chunk that reaches the request includes it. A
-// conversation with no request after its cursor gives one row of nulls.
+// request, or $4 messages (the extraction's chunk) after the cursor; a
+// chunk that reaches the request includes it (the focus profile chooses
+// its view for it). A conversation with no request after its cursor gives
+// one row of nulls.
 const firstChunkSQL = `
 WITH c AS (SELECT "cursor" AS lo FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2),
 n AS (SELECT c.lo, (SELECT max(idx) FROM recall_message
                     WHERE user_id = $1 AND conversation_id = $2 AND role = $3 AND idx > c.lo) AS k FROM c),
-r AS (SELECT n.lo, n.k, CASE WHEN $5 AND least(n.lo + $4, n.k) = n.k THEN n.k + 1 ELSE least(n.lo + $4, n.k) END AS hi FROM n)
+r AS (SELECT n.lo, n.k, CASE WHEN least(n.lo + $4, n.k) = n.k THEN n.k + 1 ELSE least(n.lo + $4, n.k) END AS hi FROM n)
 SELECT r.k, m.idx, m.chain, m.role, m.evidential, m.message_id, m.text, m.held
 FROM r LEFT JOIN LATERAL (
     SELECT idx, chain, role, evidential, message_id, text, held FROM (
@@ -244,7 +231,7 @@ FROM r LEFT JOIN LATERAL (
         FROM recall_message
         WHERE user_id = $1 AND conversation_id = $2 AND idx >= r.lo AND idx < r.hi
     ) x
-    WHERE before < $6
+    WHERE before < $5
 ) m ON true
 ORDER BY m.idx`
 

@@ -68,7 +68,7 @@ ORDER BY idx, span_start LIMIT $5`, userID, conversationID, pos.Index, pos.SpanS
 // when the conversation has no view.
 func (s *Store) explain(ctx context.Context, tx pgx.Tx, in *evidence.Inspection, count int) (*evidence.Explanation, error) {
 	rec := &in.Record
-	if s.fold.Profile == evidence.ProfileSeed || rec.View == nil {
+	if rec.View == nil { // no focus view
 		return nil, nil
 	}
 	var role string

@@ -47,8 +47,8 @@ func TestInspect(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := evidence.NewestRequest(msgs)
-			q := evidence.NewQuery(evidence.RequestText(&msgs[k]), want.Archive.Recent(evidence.WindowItems))
-			x := evidence.ExplainView(want.Archive.Candidates(q), q, evidence.DefaultMaxTokens)
+			c, q := want.Archive.Candidates(evidence.RequestText(&msgs[k]))
+			x := evidence.ExplainView(c, q, evidence.DefaultMaxTokens)
 
 			var got []evidence.InspectedEntry
 			var after *evidence.ArchivePosition

@@ -34,11 +34,10 @@ type rowStamp struct {
 
 type searchKey struct{ userID, conversationID string }
 
-type standing struct {
-	stamp  rowStamp
-	total  int
-	tiers  [evidence.TierContext][]evidence.Item
-	recent []evidence.Item
+// known is a conversation's standing candidates as read at stamp.
+type known struct {
+	stamp rowStamp
+	*evidence.Standing
 }
 
 // searchCache keeps the standing candidates of the conversations searched
@@ -50,19 +49,19 @@ type searchCache struct {
 	// standing candidates kept, or stale ones), for tests.
 	reads atomic.Int64
 
-	standings *lru.Cache[searchKey, *standing] // nil: keep none
+	standings *lru.Cache[searchKey, *known] // nil: keep none
 	items     *itemCache
 }
 
 func newSearchCache(max int) *searchCache {
 	c := &searchCache{items: newItemCache(max * itemsPerConversation)}
 	if max > 0 {
-		c.standings, _ = lru.New[searchKey, *standing](max)
+		c.standings, _ = lru.New[searchKey, *known](max)
 	}
 	return c
 }
 
-func (c *searchCache) get(k searchKey) *standing {
+func (c *searchCache) get(k searchKey) *known {
 	if c.standings == nil {
 		return nil
 	}
@@ -70,7 +69,7 @@ func (c *searchCache) get(k searchKey) *standing {
 	return s
 }
 
-func (c *searchCache) put(k searchKey, s *standing) {
+func (c *searchCache) put(k searchKey, s *known) {
 	if c.standings != nil {
 		c.standings.Add(k, s)
 	}
@@ -217,16 +216,18 @@ func scanConversation(row pgx.Row, rec *evidence.Record) (stamp rowStamp, count 
 // from the item cache or, for those it lacks, one more statement. ok is
 // false when the row is no longer the one s was read at, or an item was
 // deleted since (Search then reads everything).
-func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.Record, query string, before int) (ok bool, err error) {
-	q := evidence.NewQuery(query, s.recent)
+func (st *Store) searchStanding(ctx context.Context, s *known, rec *evidence.Record, query string, before int) (ok bool, err error) {
+	q := s.Query(query)
+	scans := evidence.QueryScans(q)
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	b.Queue(conversationRow, rec.UserID, rec.ConversationID)
-	b.Queue(relevantKeysSQL, rec.UserID, rec.ConversationID,
-		termHashes(rec.UserID, rec.ConversationID, q.RequestTerms()),
-		termHashes(rec.UserID, rec.ConversationID, q.WindowTerms()))
+	if len(scans) > 0 {
+		sql, args := scanSQL(rec.UserID, rec.ConversationID, scans, "idx, span_start")
+		b.Queue(sql, args...)
+	}
 	b.Queue(`COMMIT`)
-	stamp, count, found, keys, lists, err := readRelevantKeys(st.pool.SendBatch(ctx, b), rec)
+	stamp, count, found, keys, lists, err := readRelevantKeys(st.pool.SendBatch(ctx, b), rec, len(scans) > 0)
 	if err != nil {
 		return false, err
 	}
@@ -236,7 +237,7 @@ func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.
 		st.searches.drop(key)
 		*rec = evidence.Record{UserID: rec.UserID, ConversationID: rec.ConversationID, PrefixDigest: checkpoint.ChainStart()}
 		return true, nil
-	case stamp != s.stamp || count != s.total:
+	case stamp != s.stamp || count != s.Total:
 		return false, nil
 	}
 	items, missing := st.searches.items.get(keys)
@@ -248,15 +249,15 @@ func (st *Store) searchStanding(ctx context.Context, s *standing, rec *evidence.
 			return false, nil // evicted at once by other searches: read everything
 		}
 	}
-	var picked [2][]evidence.Item
+	picked := make([][]evidence.Item, len(scans))
 	for i, it := range items {
 		picked[lists[i]] = append(picked[lists[i]], *it)
 	}
-	return true, st.selectView(s.candidates(picked[0], picked[1]).Before(before), q, rec)
+	return true, st.selectView(s.With(picked).Before(before), q, rec)
 }
 
 // readRelevantKeys reads the results of searchStanding's batch and closes it.
-func readRelevantKeys(br pgx.BatchResults, rec *evidence.Record) (stamp rowStamp, count int, found bool, keys []itemKey, lists []int, err error) {
+func readRelevantKeys(br pgx.BatchResults, rec *evidence.Record, picks bool) (stamp rowStamp, count int, found bool, keys []itemKey, lists []int, err error) {
 	defer br.Close()
 	fail := func(err error) (rowStamp, int, bool, []itemKey, []int, error) {
 		return rowStamp{}, 0, false, nil, nil, fmt.Errorf("read evidence: %w", err)
@@ -266,6 +267,12 @@ func readRelevantKeys(br pgx.BatchResults, rec *evidence.Record) (stamp rowStamp
 	}
 	if stamp, count, found, err = scanConversation(br.QueryRow(), rec); err != nil {
 		return rowStamp{}, 0, false, nil, nil, err
+	}
+	if !picks {
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
+		}
+		return stamp, count, found, nil, nil, br.Close()
 	}
 	rows, err := br.Query()
 	if err != nil {
