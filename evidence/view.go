@@ -32,7 +32,7 @@ func NewQuery(request string, window []Item) *Query {
 		it := &window[i]
 		q.window[windowKey{it.Index, it.Span[0]}] = true
 		for _, t := range it.Terms {
-			if !matches(q.request, []string{t}) {
+			if _, ok := slices.BinarySearch(q.request, t); !ok {
 				terms = append(terms, t)
 			}
 		}
@@ -59,16 +59,6 @@ func (q *Query) RequestTerms() []string { return q.request }
 
 // WindowTerms: see RequestTerms.
 func (q *Query) WindowTerms() []string { return q.windowOnly }
-
-// matches reports whether terms share a term with list (sorted).
-func matches(list, terms []string) bool {
-	for _, t := range terms {
-		if _, ok := slices.BinarySearch(list, t); ok {
-			return true
-		}
-	}
-	return false
-}
 
 // View is a focus view: the entries shown for one request, within the token
 // bound.
