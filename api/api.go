@@ -119,6 +119,12 @@ type Config struct {
 	// Inspector reads conversations for the evidence inspector's page
 	// (/inspect/). Defaults to none: the page's data routes answer 503.
 	Inspector Inspector
+	// MCP builds the handler of /mcp, the Model Context Protocol over the
+	// streamable HTTP transport, from the handler's own Reads; New calls it
+	// once. The API verifies each request's bearer token (401 otherwise)
+	// and passes it on with its Caller in the context (CallerFrom).
+	// Defaults to none: /mcp answers 404.
+	MCP func(*Reads) (http.Handler, error)
 }
 
 // Handler serves the read API. It is an http.Handler.
@@ -262,6 +268,11 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h.mux.HandleFunc(routeContext, h.handle(h.postContext))
 	h.registerUserRoutes()
 	h.registerInspector()
+	if c.MCP != nil {
+		if err := h.mountMCP(c.MCP); err != nil {
+			return nil, err
+		}
+	}
 	h.mux.HandleFunc(routeHealthz, h.healthz)
 	h.mux.HandleFunc(routeReadyz, h.readyz)
 	h.mux.Handle(routeMetrics, promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -23,35 +22,21 @@ const ServiceScope = apiclient.ServiceScope
 // claims are the JWT claims the API reads.
 type claims struct {
 	jwt.RegisteredClaims
-	Scope scopes `json:"scope"`
+	Scope apiclient.Scopes `json:"scope"`
 }
 
-// scopes is a scope claim: a space-separated string or a list of strings.
-type scopes []string
-
-func (s *scopes) UnmarshalJSON(b []byte) error {
-	var str string
-	if err := json.Unmarshal(b, &str); err == nil {
-		*s = strings.Fields(str)
-		return nil
-	}
-	var list []string
-	if err := json.Unmarshal(b, &list); err != nil {
-		return errors.New("scope must be a string or a list of strings")
-	}
-	*s = list
-	return nil
+// Caller is who a verified bearer token acts for.
+type Caller struct {
+	// Subject is the token's sub claim: the user it acts for.
+	Subject string
+	// Service is true when the token's scope holds recall:service: it
+	// acts for any user.
+	Service bool
 }
 
-// principal is who a verified token acts for.
-type principal struct {
-	subject string
-	service bool
-}
-
-// mayActFor reports whether p may read and delete userID's conversations.
-func (p principal) mayActFor(userID string) bool {
-	return p.service || (p.subject != "" && p.subject == userID)
+// MayActFor reports whether c may read and delete userID's conversations.
+func (c Caller) MayActFor(userID string) bool {
+	return c.Service || (c.Subject != "" && c.Subject == userID)
 }
 
 var errNoToken = &Error{
@@ -62,11 +47,11 @@ var errNoToken = &Error{
 // authenticate verifies the request's bearer token: exp required, HS256
 // with the configured secrets or RS256, ES256 and EdDSA with the identity
 // provider's keys.
-func (h *Handler) authenticate(r *http.Request) (principal, error) {
+func (h *Handler) authenticate(r *http.Request) (Caller, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return principal{}, errNoToken
+		return Caller{}, errNoToken
 	}
 	return h.verify(r.Context(), strings.TrimSpace(token))
 }
@@ -78,14 +63,14 @@ func (h *Handler) authenticate(r *http.Request) (principal, error) {
 // operators' pages, such as the River UI.
 func (h *Handler) RequireService(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var p principal
+		var p Caller
 		var err error
 		if _, password, ok := r.BasicAuth(); ok {
 			p, err = h.verify(r.Context(), password)
 		} else {
 			p, err = h.authenticate(r)
 		}
-		if err == nil && !p.service {
+		if err == nil && !p.Service {
 			err = newError(http.StatusForbidden, CodeForbidden, "this page needs a token with the "+ServiceScope+" scope")
 		}
 		if err != nil {
@@ -104,9 +89,9 @@ func (h *Handler) RequireService(next http.Handler) http.Handler {
 // is verified with the secrets only, a token of another algorithm with the
 // identity provider's keys only, and only with a key of its algorithm's
 // type.
-func (h *Handler) verify(ctx context.Context, token string) (principal, error) {
+func (h *Handler) verify(ctx context.Context, token string) (Caller, error) {
 	if token == "" {
-		return principal{}, errNoToken
+		return Caller{}, errNoToken
 	}
 	now := time.Now()
 	if p, ok := h.tokens.get(token, now); ok {
@@ -129,16 +114,16 @@ func (h *Handler) verify(ctx context.Context, token string) (principal, error) {
 		return h.idp.key(ctx, t)
 	}
 	if _, err := h.parser.ParseWithClaims(token, &c, key); err != nil {
-		return principal{}, invalidToken(tokenProblem(err))
+		return Caller{}, invalidToken(tokenProblem(err))
 	}
 	if provider {
 		if err := h.idp.checkClaims(&c); err != nil {
-			return principal{}, invalidToken(err.Error())
+			return Caller{}, invalidToken(err.Error())
 		}
 	}
-	p := principal{subject: c.Subject, service: slices.Contains(c.Scope, ServiceScope)}
-	if !p.service && p.subject == "" {
-		return principal{}, &Error{
+	p := Caller{Subject: c.Subject, Service: slices.Contains(c.Scope, ServiceScope)}
+	if !p.Service && p.Subject == "" {
+		return Caller{}, &Error{
 			Status: http.StatusUnauthorized, Code: CodeUnauthorized,
 			Message: "invalid bearer token: no sub claim and no " + ServiceScope + " scope",
 		}
@@ -161,22 +146,22 @@ type tokenCache struct {
 }
 
 type cachedToken struct {
-	p         principal
+	p         Caller
 	notBefore time.Time
 	expires   time.Time
 }
 
-func (c *tokenCache) get(token string, now time.Time) (principal, bool) {
+func (c *tokenCache) get(token string, now time.Time) (Caller, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[token]
 	c.mu.RUnlock()
 	if !ok || now.Before(e.notBefore) || !now.Before(e.expires) {
-		return principal{}, false
+		return Caller{}, false
 	}
 	return e.p, true
 }
 
-func (c *tokenCache) put(token string, p principal, expires time.Time, nbf *jwt.NumericDate) {
+func (c *tokenCache) put(token string, p Caller, expires time.Time, nbf *jwt.NumericDate) {
 	e := cachedToken{p: p, expires: expires}
 	if nbf != nil {
 		e.notBefore = nbf.Time

@@ -15,6 +15,8 @@
 //	GET    /metrics   Prometheus exposition
 //	GET    /inspect/  the evidence inspector's page, and its data under
 //	                  /inspect/api/ for a recall:service token (inspect.go)
+//	       /mcp       the Model Context Protocol server Config.MCP builds
+//	                  (package mcp), for any verified token (reads.go)
 //
 // The evidence routes need a bearer JWT with exp: HS256 with the API's
 // secret (or a previous one, during a rotation), or RS256, ES256 or EdDSA
@@ -32,6 +34,11 @@
 // came for evidence or for a context; at most Config.MaxWaiters wait at once
 // (past it, 429 with Retry-After), and every read has a deadline
 // (Config.ReadTimeout).
+//
+// Servers of other protocols mounted on the API, such as the MCP server at
+// /mcp, read through [Reads]: the evidence, search and listing routes' own
+// reads for a verified [Caller], which authorise and check their arguments
+// as the routes do and fail with the routes' *Error.
 //
 // The context route assembles the bounded prompt of an agent's next model
 // call from the checkpoint in its body and the conversation's evidence,

@@ -100,6 +100,18 @@ func toStatus(err error) (status int, code, message string) {
 	}
 }
 
+// ErrorOf returns err as the *Error the API answers it with: err itself
+// when it is one, else the status, code and message toStatus gives it,
+// with err as the cause. For servers mounted on the API (Reads' callers),
+// so that they answer as the routes do.
+func ErrorOf(err error) *Error {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e
+	}
+	status, code, message := toStatus(err)
+	return &Error{Status: status, Code: code, Message: message, Err: err}
+}
+
 type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`

@@ -20,10 +20,18 @@ func (h *Handler) conversation(r *http.Request) (userID, conversationID string, 
 		return "", "", err
 	}
 	conversationID = r.PathValue("conversation_id")
-	if err := checkpoint.ValidateKey("conversation_id", conversationID); err != nil {
-		return "", "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
+	if err := checkConversationID(conversationID); err != nil {
+		return "", "", err
 	}
 	return userID, conversationID, nil
+}
+
+// checkConversationID answers 400 for a conversation id that cannot be one.
+func checkConversationID(id string) error {
+	if err := checkpoint.ValidateKey("conversation_id", id); err != nil {
+		return newError(http.StatusBadRequest, CodeInvalidID, err.Error())
+	}
+	return nil
 }
 
 // evidenceQuery is the parsed query of GET …/evidence.
@@ -36,19 +44,26 @@ type evidenceQuery struct {
 	wait       time.Duration // 0: answer at once
 }
 
+// The evidence query's parameter errors.
+var (
+	errInvalidMaxTokens = newError(http.StatusBadRequest, CodeInvalidMaxTokens, "max_tokens must be a positive integer")
+	errInvalidMinCursor = newError(http.StatusBadRequest, CodeInvalidMinCursor, "min_cursor must be a non-negative integer")
+	errNegativeWait     = newError(http.StatusBadRequest, CodeInvalidWait, "wait must not be negative")
+)
+
 func (h *Handler) parseEvidenceQuery(q url.Values) (evidenceQuery, error) {
 	var eq evidenceQuery
 	if q.Has("max_tokens") {
 		n, err := strconv.Atoi(q.Get("max_tokens"))
 		if err != nil || n <= 0 {
-			return eq, newError(http.StatusBadRequest, CodeInvalidMaxTokens, "max_tokens must be a positive integer")
+			return eq, errInvalidMaxTokens
 		}
 		eq.maxTokens = n
 	}
 	if q.Has("min_cursor") {
 		n, err := strconv.Atoi(q.Get("min_cursor"))
 		if err != nil || n < 0 {
-			return eq, newError(http.StatusBadRequest, CodeInvalidMinCursor, "min_cursor must be a non-negative integer")
+			return eq, errInvalidMinCursor
 		}
 		eq.minCursor = n
 	}
@@ -68,19 +83,26 @@ func (h *Handler) parseEvidenceQuery(q url.Values) (evidenceQuery, error) {
 
 // parseWait reads a wait and checks it against the longest allowed.
 func (h *Handler) parseWait(s string) (time.Duration, error) {
-	d, err := parseWait(s)
+	d, err := ParseWait(s)
 	if err != nil {
 		return 0, err
 	}
-	if d > h.maxWait {
-		return 0, newError(http.StatusBadRequest, CodeWaitTooLong, "wait may be at most "+h.maxWait.String())
-	}
-	return d, nil
+	return d, h.checkWait(d)
 }
 
-// parseWait reads a Go duration ("2s", "500ms") or a number of seconds ("2",
-// "0.5").
-func parseWait(s string) (time.Duration, error) {
+// checkWait answers 400 for a wait longer than the longest allowed.
+func (h *Handler) checkWait(d time.Duration) error {
+	if d > h.maxWait {
+		return newError(http.StatusBadRequest, CodeWaitTooLong, "wait may be at most "+h.maxWait.String())
+	}
+	return nil
+}
+
+// ParseWait reads a wait as the evidence and context routes do: a Go
+// duration ("2s", "500ms") or a number of seconds ("2", "0.5"). It fails
+// with an *Error (400, invalid_wait) for anything else or a negative wait;
+// the longest wait allowed is the handler's to check.
+func ParseWait(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
@@ -97,7 +119,7 @@ func parseWait(s string) (time.Duration, error) {
 		}
 	}
 	if d < 0 {
-		return 0, newError(http.StatusBadRequest, CodeInvalidWait, "wait must not be negative")
+		return 0, errNegativeWait
 	}
 	return d, nil
 }
@@ -125,26 +147,30 @@ func (h *Handler) getEvidence(w http.ResponseWriter, r *http.Request) error {
 // writeRecord answers with rec as the evidence response, its message within
 // maxTokens when that is positive.
 func writeRecord(w http.ResponseWriter, rec evidence.Record, userID, conversationID string, maxTokens int, lagging bool) error {
-	// The store keys the record; the response names what was asked for.
-	rec.UserID, rec.ConversationID = userID, conversationID
 	bp := bufPool.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= 64<<10 {
 			bufPool.Put(bp)
 		}
 	}()
-	b := (*bp)[:0]
-	var err error
-	if maxTokens > 0 {
-		if b, err = rec.AppendJSONWithin(b, maxTokens, lagging); err != nil {
-			return err
-		}
-	} else {
-		b = rec.AppendJSON(b, lagging)
+	b, err := appendRecord((*bp)[:0], rec, userID, conversationID, maxTokens, lagging)
+	if err != nil {
+		return err
 	}
 	*bp = b
 	writeJSON(w, http.StatusOK, b)
 	return nil
+}
+
+// appendRecord appends rec as the evidence response, its message within
+// maxTokens when that is positive.
+func appendRecord(b []byte, rec evidence.Record, userID, conversationID string, maxTokens int, lagging bool) ([]byte, error) {
+	// The store keys the record; the response names what was asked for.
+	rec.UserID, rec.ConversationID = userID, conversationID
+	if maxTokens > 0 {
+		return rec.AppendJSONWithin(b, maxTokens, lagging)
+	}
+	return rec.AppendJSON(b, lagging), nil
 }
 
 // read returns the key's record: one read with a deadline, or, with a

@@ -72,7 +72,7 @@ func (h *Handler) postCheckpoint(w http.ResponseWriter, r *http.Request) error {
 		}
 		return newError(status, string(rej.Reason), rej.Detail)
 	}
-	if !p.mayActFor(ev.UserID) {
+	if !p.MayActFor(ev.UserID) {
 		return newError(http.StatusForbidden, CodeForbidden,
 			"the token may publish only for the user named by its sub claim (or needs the "+ServiceScope+" scope)")
 	}

@@ -85,7 +85,7 @@ func (h *Handler) service(fn func(w http.ResponseWriter, r *http.Request) error)
 		if err != nil {
 			return err
 		}
-		if !p.service {
+		if !p.Service {
 			return newError(http.StatusForbidden, CodeForbidden, "the inspector needs a token with the "+ServiceScope+" scope")
 		}
 		return fn(w, r)

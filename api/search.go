@@ -59,15 +59,34 @@ func decodeSearch(body io.Reader) (searchRequest, error) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return req, newError(http.StatusBadRequest, CodeQueryTooLong, "query may be at most 65536 bytes")
+		return req, errQueryTooLong
 	case err != nil:
 		return req, newError(http.StatusBadRequest, CodeInvalidBody, `the body must be a JSON object {"query": "…", "max_tokens": N} (max_tokens optional)`)
-	case req.Query == nil || *req.Query == "":
-		return req, newError(http.StatusBadRequest, CodeEmptyQuery, "query must be a non-empty string")
-	case len(*req.Query) > MaxQueryBytes:
-		return req, newError(http.StatusBadRequest, CodeQueryTooLong, "query may be at most 65536 bytes")
-	case req.MaxTokens != nil && *req.MaxTokens <= 0:
-		return req, newError(http.StatusBadRequest, CodeInvalidMaxTokens, "max_tokens must be a positive integer")
+	case req.Query == nil:
+		return req, errEmptyQuery
+	}
+	if err := checkQuery(*req.Query); err != nil {
+		return req, err
+	}
+	if req.MaxTokens != nil && *req.MaxTokens <= 0 {
+		return req, errInvalidMaxTokens
 	}
 	return req, nil
+}
+
+// The search query's errors.
+var (
+	errEmptyQuery   = newError(http.StatusBadRequest, CodeEmptyQuery, "query must be a non-empty string")
+	errQueryTooLong = newError(http.StatusBadRequest, CodeQueryTooLong, "query may be at most 65536 bytes")
+)
+
+// checkQuery answers 400 for an empty query or one over MaxQueryBytes.
+func checkQuery(query string) error {
+	switch {
+	case query == "":
+		return errEmptyQuery
+	case len(query) > MaxQueryBytes:
+		return errQueryTooLong
+	}
+	return nil
 }

@@ -99,15 +99,36 @@ func (h *Handler) user(r *http.Request) (string, error) {
 		return "", err
 	}
 	userID := r.PathValue("user_id")
-	if !p.mayActFor(userID) {
-		return "", newError(http.StatusForbidden, CodeForbidden,
-			"the token may act only for the user named by its sub claim (or needs the "+ServiceScope+" scope)")
-	}
-	if err := checkpoint.ValidateKey("user_id", userID); err != nil {
-		return "", newError(http.StatusBadRequest, CodeInvalidID, err.Error())
+	if err := authorize(p, userID); err != nil {
+		return "", err
 	}
 	return userID, nil
 }
+
+// authorize answers 403 unless c may act for userID, then 400 for a user
+// id that cannot be one. Auth comes first: a caller learns nothing about
+// ids it may not use.
+func authorize(c Caller, userID string) error {
+	if !c.MayActFor(userID) {
+		return newError(http.StatusForbidden, CodeForbidden,
+			"the token may act only for the user named by its sub claim (or needs the "+ServiceScope+" scope)")
+	}
+	if err := checkpoint.ValidateKey("user_id", userID); err != nil {
+		return newError(http.StatusBadRequest, CodeInvalidID, err.Error())
+	}
+	return nil
+}
+
+// ConversationPage is a page of a user's conversations: those that hold
+// state, ordered by conversation id, and the id to ask for the next page
+// after (nil on the last page).
+type ConversationPage struct {
+	Conversations []ConversationSummary `json:"conversations"`
+	Next          *string               `json:"next"`
+}
+
+// errInvalidLimit answers a listing's limit out of range.
+var errInvalidLimit = newError(http.StatusBadRequest, CodeInvalidLimit, "limit must be an integer from 1 to "+strconv.Itoa(maxConversationLimit))
 
 // listConversations answers GET /v1/users/{user_id}/conversations: a page
 // of the user's conversations that hold state, ordered by conversation id,
@@ -124,23 +145,40 @@ func (h *Handler) listConversations(w http.ResponseWriter, r *http.Request) erro
 	limit := defaultConversationLimit
 	if q.Has("limit") {
 		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n <= 0 || n > maxConversationLimit {
-			return newError(http.StatusBadRequest, CodeInvalidLimit, "limit must be an integer from 1 to "+strconv.Itoa(maxConversationLimit))
+		if err != nil {
+			return errInvalidLimit
 		}
 		limit = n
 	}
-	after := q.Get("after")
+	page, err := h.conversationPage(r.Context(), userID, q.Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, append(b, '\n'))
+	return nil
+}
+
+// conversationPage checks a listing's after ("" for the first page) and
+// limit, and reads the page.
+func (h *Handler) conversationPage(ctx context.Context, userID, after string, limit int) (ConversationPage, error) {
+	if limit <= 0 || limit > maxConversationLimit {
+		return ConversationPage{}, errInvalidLimit
+	}
 	if after != "" {
 		if err := checkpoint.ValidateKey("after", after); err != nil {
-			return newError(http.StatusBadRequest, CodeInvalidAfter, err.Error()+"; after is the next of the previous page, a conversation_id")
+			return ConversationPage{}, newError(http.StatusBadRequest, CodeInvalidAfter, err.Error()+"; after is the next of the previous page, a conversation_id")
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.waiters.readTimeout)
+	ctx, cancel := context.WithTimeout(ctx, h.waiters.readTimeout)
 	defer cancel()
 	// One more than asked for tells whether there is a next page.
 	rows, err := h.users.UserConversations(ctx, userID, after, limit+1)
 	if err != nil {
-		return err
+		return ConversationPage{}, err
 	}
 	var next *string
 	if len(rows) > limit {
@@ -152,15 +190,7 @@ func (h *Handler) listConversations(w http.ResponseWriter, r *http.Request) erro
 		c.UpdatedAt = c.UpdatedAt.UTC()
 		out[i] = c
 	}
-	b, err := json.Marshal(struct {
-		Conversations []ConversationSummary `json:"conversations"`
-		Next          *string               `json:"next"`
-	}{out, next})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, append(b, '\n'))
-	return nil
+	return ConversationPage{Conversations: out, Next: next}, nil
 }
 
 // deleteUser answers DELETE /v1/users/{user_id}: 204 once every

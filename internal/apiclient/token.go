@@ -2,13 +2,17 @@
 // the benchmarks and the tests share: it signs bearer tokens (HS256 JWTs
 // signed with RECALL_JWT_SECRET, whose sub is the user the token acts for,
 // with exp, and whose scope holds recall:service when the token may act for
-// any user; the API verifies them, package api) and waits for a
-// conversation's evidence to reach a cursor.
+// any user; the API verifies them, package api), reads whom a token acts
+// for without verifying it, and waits for a conversation's evidence to
+// reach a cursor.
 package apiclient
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -63,4 +67,46 @@ func Sign(secret []byte, subject string, ttl time.Duration, opts *TokenOptions) 
 		claims["scope"] = ServiceScope
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+}
+
+// Scopes is a token's scope claim: a space-separated string or a list of
+// strings.
+type Scopes []string
+
+// UnmarshalJSON reads either form.
+func (s *Scopes) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err == nil {
+		*s = strings.Fields(str)
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return errors.New("scope must be a string or a list of strings")
+	}
+	*s = list
+	return nil
+}
+
+// Claims are whom a token acts for.
+type Claims struct {
+	// Subject is the sub claim: the user the token acts for.
+	Subject string
+	// Service is true when the scope holds ServiceScope: the token acts
+	// for any user.
+	Service bool
+}
+
+// ReadClaims reads whom token acts for without verifying it: what a client
+// of the API, which verifies the token, may learn of its own token (to
+// default a user id, say). It fails for a string that is not a JWT.
+func ReadClaims(token string) (Claims, error) {
+	var c struct {
+		jwt.RegisteredClaims
+		Scope Scopes `json:"scope"`
+	}
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
+		return Claims{}, fmt.Errorf("apiclient: the token is not a JWT: %w", err)
+	}
+	return Claims{Subject: c.Subject, Service: slices.Contains(c.Scope, ServiceScope)}, nil
 }

@@ -1,6 +1,7 @@
 package apiclient_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,39 @@ func TestSign(t *testing.T) {
 	}
 	if _, err := apiclient.Sign(secret[:apiclient.MinSecretBytes-1], "u", time.Minute, nil); err == nil {
 		t.Errorf("a secret of %d bytes signed a token", apiclient.MinSecretBytes-1)
+	}
+}
+
+func TestReadClaims(t *testing.T) {
+	t.Parallel()
+	secret := []byte(strings.Repeat("k", apiclient.MinSecretBytes))
+	user, err := apiclient.Sign(secret, "u-42", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	service, err := apiclient.Sign(secret, "svc", time.Hour, &apiclient.TokenOptions{Service: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "svc", "scope": []string{"read", apiclient.ServiceScope}}).SignedString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		token   string
+		want    apiclient.Claims
+		wantErr bool
+	}{
+		{"user", user, apiclient.Claims{Subject: "u-42"}, false},
+		{"service, scope a string", service, apiclient.Claims{Subject: "svc", Service: true}, false},
+		{"service, scope a list", listed, apiclient.Claims{Subject: "svc", Service: true}, false},
+		{"not a JWT", "opaque-token", apiclient.Claims{}, true},
+	}
+	for _, tt := range tests {
+		got, err := apiclient.ReadClaims(tt.token)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("%s: ReadClaims = %+v, %v; want %+v, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
