@@ -6,7 +6,7 @@
 // it reads through a small [Backend] interface with two implementations:
 //
 //   - [NewClientBackend], a client of recall's HTTP API acting with one
-//     bearer token: `recall mcp` serves it over stdio ([Server.RunStdio]);
+//     bearer token: `recall mcp` serves it over stdio ([Server.Serve]);
 //   - [NewReadsBackend], the API's own reads ([api.Reads]) for the
 //     request's verified caller: the API serves it at /mcp over the
 //     streamable HTTP transport ([Server.HTTPHandler], mounted with

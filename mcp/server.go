@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -85,16 +86,28 @@ func moduleVersion() string {
 	return "(devel)"
 }
 
-// RunStdio serves one client over stdin and stdout until it disconnects or
-// ctx is done. Nothing else may write to stdout meanwhile.
-func (s *Server) RunStdio(ctx context.Context) error {
-	err := s.srv.Run(ctx, &sdk.StdioTransport{})
+// Serve serves one client over in and out, newline-delimited JSON-RPC (the
+// stdio transport: pass os.Stdin and os.Stdout), until the client
+// disconnects or ctx is done. Nothing else may write to out meanwhile.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	// A cancelled ctx closes in, when it can be closed, to end a blocked
+	// read.
+	rc, ok := in.(io.ReadCloser)
+	if !ok {
+		rc = io.NopCloser(in)
+	}
+	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: rc, Writer: nopWriteCloser{out}})
 	if ctx.Err() != nil {
 		// Cancelled by a signal: a normal end.
 		return nil
 	}
 	return err
 }
+
+// nopWriteCloser leaves closing the writer to its owner.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 // HTTPHandler serves the streamable HTTP transport, stateless (any process
 // of a deployment answers any request) and answering JSON. It must be

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -175,12 +177,20 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	token, err := serviceToken(cfg.JWTSecret, 30*24*time.Hour)
+	token, err := serviceToken(cfg.JWTSecret, devTokenTTL)
+	if err != nil {
+		_ = app.stop(logger)
+		return err
+	}
+	// The MCP snippet's token acts for the sample conversations' user, so
+	// that the tools need no user_id.
+	demoToken, err := apiclient.Sign([]byte(cfg.JWTSecret), devUser, devTokenTTL, nil)
 	if err != nil {
 		_ = app.stop(logger)
 		return err
 	}
 	printDevBanner(env, app.Addr, cfg.NATSURL, cfg.DatabaseURL, *dataDir, token)
+	printMCPSnippet(env.Stdout, "http://"+app.Addr, demoToken, recallCommand())
 	hold.release(ctx)
 	<-ctx.Done()
 	return app.stop(logger)
@@ -200,11 +210,43 @@ func printDevBanner(env *Env, addr, natsURL, dbURL, dataDir, token string) {
 	fmt.Fprintf(w, "export RECALL_TOKEN=%s\n\n", token)
 	fmt.Fprintf(w, "Publish a sample conversation turn by turn and read its evidence:\n\n")
 	fmt.Fprintf(w, "recall publish --example planning --turns --wait\n")
-	fmt.Fprintf(w, "curl -s -H \"Authorization: Bearer $RECALL_TOKEN\" \"$RECALL_API_URL/v1/users/demo-user/conversations/planning/evidence\"\n\n")
+	fmt.Fprintf(w, "curl -s -H \"Authorization: Bearer $RECALL_TOKEN\" \"$RECALL_API_URL/v1/users/%s/conversations/planning/evidence\"\n\n", devUser)
 	fmt.Fprintf(w, "A token for one user (what to give a user's own client): recall token USER --ttl 1h\n\n")
 	fmt.Fprintf(w, "See what recall holds of a conversation and why, in the evidence inspector (the token rides in the\n")
 	fmt.Fprintf(w, "URL's fragment, which the browser keeps to itself):\n\n")
-	fmt.Fprintf(w, "%s\n\n", inspectorURL(apiURL, "demo-user", token))
+	fmt.Fprintf(w, "%s\n\n", inspectorURL(apiURL, devUser, token))
+}
+
+// devUser is the user of the sample conversations (examples/conversations).
+const devUser = "demo-user"
+
+// devTokenTTL is how long the tokens recall dev prints are valid.
+const devTokenTTL = 30 * 24 * time.Hour
+
+// printMCPSnippet prints what adds recall to an MCP client's configuration:
+// the mcpServers entry that starts `recall mcp` over stdio, acting with
+// token, and the address of the API's own /mcp.
+func printMCPSnippet(w io.Writer, apiURL, token, command string) {
+	entry := map[string]any{"mcpServers": map[string]any{"recall": map[string]any{
+		"command": command,
+		"args":    []string{"mcp"},
+		"env":     map[string]string{"RECALL_API_URL": apiURL, "RECALL_TOKEN": token},
+	}}}
+	b, _ := json.Marshal(entry)
+	fmt.Fprintf(w, "Give an MCP client (a desktop assistant, an agent) recall's tools: add this to its configuration\n")
+	fmt.Fprintf(w, "(the token acts for %s; `recall token USER` prints one for another user):\n\n", devUser)
+	fmt.Fprintf(w, "%s\n\n", b)
+	fmt.Fprintf(w, "or point a streamable-HTTP client at %s/mcp with the header \"Authorization: Bearer <token>\".\n\n", apiURL)
+}
+
+// recallCommand is the path of the running recall binary for the MCP
+// snippet, or "recall" when it is a temporary build of `go run`.
+func recallCommand() string {
+	exe, err := os.Executable()
+	if err != nil || strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "recall"
+	}
+	return exe
 }
 
 // inspectorURL is the evidence inspector's address on apiURL, opening

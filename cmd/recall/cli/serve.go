@@ -267,6 +267,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Users:              storeUsers{apiStore},
 			TracerProvider:     a.tp,
 			Inspector:          apiStore, // the primary, as the user routes: what the worker last wrote
+			MCP:                mcpHandler(logger),
 		})
 		if err != nil {
 			return nil, err
