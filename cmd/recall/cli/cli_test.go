@@ -43,6 +43,7 @@ func TestHelp(t *testing.T) {
 		"rejections": {"-nats-url", "-http-addr"},
 		"token":      {"-database-url", "-nats-url"},
 		"publish":    {"-database-url"},
+		"mcp":        {"-database-url", "-nats-url", "-http-addr", "-jwt-secret"},
 	}
 	present := map[string][]string{
 		"migrate":    {"-database-url", "-log-level"},
@@ -53,6 +54,7 @@ func TestHelp(t *testing.T) {
 		"state":      {"-database-url", "-format"},
 		"rejections": {"-since", "-reason", "-json", "-payloads"},
 		"token":      {"-service", "-ttl", "-jwt-secret", "-jwt-secret-file"},
+		"mcp":        {"-api-url", "-log-format"},
 	}
 	for name, cmd := range commands {
 		t.Run(name, func(t *testing.T) {
