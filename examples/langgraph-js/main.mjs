@@ -23,7 +23,7 @@ import {
   mapChatMessagesToStoredMessages,
 } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
-import { connect } from "nats";
+import { connect } from "@nats-io/transport-node";
 import { z } from "zod";
 import { RecallClient } from "@recallhq/recall-client";
 

@@ -1,6 +1,6 @@
 // Types of @recallhq/recall-client.
 
-import type { NatsConnection } from "nats";
+import type { NatsConnection } from "@nats-io/transport-node";
 
 export declare const SCHEMA: "recall.checkpoint.v1";
 export declare const DEFAULT_SUBJECT: string;

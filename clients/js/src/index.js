@@ -3,6 +3,8 @@
 // evidence it keeps. See docs/protocol.md in the recall repository.
 
 import { createHash, createHmac, randomUUID } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
 import canonicalize from "canonicalize";
 
 export const SCHEMA = "recall.checkpoint.v1";
@@ -285,7 +287,7 @@ export class RecallClient {
     this.mode = mode;
     this.timeoutMs = timeoutMs;
     this.maxConversations = maxConversations;
-    this.js = nats ? nats.jetstream() : null;
+    this.js = nats ? jetstream(nats) : null;
     this.sent = new Map(); // key -> {length, digest}
     this.traceparent = traceparent;
   }
@@ -358,7 +360,6 @@ export class RecallClient {
     const tp = this.traceparentFor(traceparent);
     let hdrs;
     if (tp) {
-      const { headers } = await import("nats");
       hdrs = headers();
       hdrs.set("traceparent", tp);
     }

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { connect } from "nats";
+import { connect } from "@nats-io/transport-node";
 
 import { RecallClient, RecallError, buildPrompt, newestUserIndex, signToken, snapshotEvent } from "../src/index.js";
 import { readRepoJSON } from "./repo.js";
