@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -8,12 +12,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // TestClients runs the Python and JavaScript clients' own test suites
 // (python3 -m unittest, node --test) against one recall dev: digests
 // against the repository's vectors, publishing over HTTP and NATS, reads,
-// waits, refusals and deletes.
+// waits, refusals and deletes, and withRecall, the LangGraph.js saver, in a
+// graph. Then LangChain's conformance suite for checkpoint savers runs
+// against withRecall (saverValidation), and a graph runs through a recall
+// outage (saverOutage).
 func TestClients(t *testing.T) {
 	for _, tool := range []string{"python3", "node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -39,7 +48,153 @@ func TestClients(t *testing.T) {
 	t.Run("js", func(t *testing.T) {
 		runIn(t, js, env, 5*time.Minute, "node", "--test", "test/")
 	})
+	t.Run("js-saver-validation", func(t *testing.T) {
+		saverValidation(t, js, append(env, "RECALL_SAVER_DATABASE_URL="+pgtest.NewDatabase(t)))
+	})
 	d.interrupt()
+	t.Run("js-saver-outage", func(t *testing.T) {
+		saverOutage(t, js)
+	})
+}
+
+// vitestReport is the part of vitest's JSON report the test reads.
+type vitestReport struct {
+	NumTotalTests   int  `json:"numTotalTests"`
+	NumPassedTests  int  `json:"numPassedTests"`
+	NumFailedTests  int  `json:"numFailedTests"`
+	NumPendingTests int  `json:"numPendingTests"`
+	NumTodoTests    int  `json:"numTodoTests"`
+	Success         bool `json:"success"`
+	TestResults     []struct {
+		Name             string `json:"name"`
+		AssertionResults []struct {
+			FullName string `json:"fullName"`
+			Status   string `json:"status"`
+		} `json:"assertionResults"`
+	} `json:"testResults"`
+}
+
+// memorySaverSkip is the one test the conformance suite skips for
+// MemorySaver itself, which keeps every channel's value in each checkpoint.
+const memorySaverSkip = "should only store channel_values that have changed (based on newVersions)"
+
+// saverValidation runs LangChain's conformance suite for checkpoint savers
+// (@langchain/langgraph-checkpoint-validation, by vitest) against withRecall
+// around MemorySaver and around PostgresSaver, publishing to recall. Every
+// test must pass, but the one the suite skips for MemorySaver by name.
+func saverValidation(t *testing.T, js string, env []string) {
+	report := filepath.Join(t.TempDir(), "vitest.json")
+	runIn(t, js, env, 5*time.Minute, filepath.Join(js, "node_modules", ".bin", "vitest"), "run",
+		"--reporter=default", "--reporter=json", "--outputFile.json="+report)
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("vitest's JSON report: %v", err)
+	}
+	var r vitestReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("vitest's JSON report: %v", err)
+	}
+	if !r.Success || r.NumFailedTests > 0 || r.NumTodoTests > 0 || r.NumTotalTests < 1000 || len(r.TestResults) != 2 {
+		t.Fatalf("the conformance suite: %d tests in %d files, %d passed, %d failed, %d skipped, %d todo; want two files, over 1,000 tests, none failed",
+			r.NumTotalTests, len(r.TestResults), r.NumPassedTests, r.NumFailedTests, r.NumPendingTests, r.NumTodoTests)
+	}
+	for _, f := range r.TestResults {
+		var passed, skipped int
+		for _, a := range f.AssertionResults {
+			switch {
+			case a.Status == "passed":
+				passed++
+			case strings.HasSuffix(f.Name, "memory.test.js") && strings.HasSuffix(a.FullName, memorySaverSkip):
+				skipped++
+			default:
+				t.Errorf("%s: %q is %s", filepath.Base(f.Name), a.FullName, a.Status)
+			}
+		}
+		t.Logf("%s: %d passed, %d skipped by the suite for MemorySaver", filepath.Base(f.Name), passed, skipped)
+	}
+}
+
+// saverOutage runs a LangGraph.js graph with withRecall while recall stops
+// and starts again (clients/js/e2e/outage.mjs): the graph goes on while
+// recall is down, and the evidence catches up when it is back.
+func saverOutage(t *testing.T, js string) {
+	cfg := devConfig{
+		DatabaseURL: newDatabaseURL(t),
+		DataDir:     t.TempDir(),
+		OwnNATSPort: true, // the same port after the restart
+		Env:         []string{fmt.Sprintf("RECALL_HTTP_ADDR=127.0.0.1:%d", freePort(t))},
+	}
+	d := startDev(t, cfg)
+
+	cmd := exec.Command("node", "e2e/outage.mjs")
+	cmd.Dir, cmd.Env = js, d.env()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the outage driver: %v", err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var out []string
+	// await reads the driver's lines until want, and fails the test if the
+	// driver ends or says nothing for a minute first.
+	await := func(want string) string {
+		t.Helper()
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					_ = cmd.Wait()
+					t.Fatalf("the outage driver ended before %q: %v\nstdout:\n%s\nstderr:\n%s", want, cmd.ProcessState, strings.Join(out, "\n"), stderr.String())
+				}
+				out = append(out, line)
+				if strings.HasPrefix(line, want) {
+					return line
+				}
+			case <-time.After(time.Minute):
+				_ = cmd.Process.Kill()
+				t.Fatalf("the outage driver said nothing for a minute, waiting for %q\nstdout:\n%s\nstderr:\n%s", want, strings.Join(out, "\n"), stderr.String())
+			}
+		}
+	}
+	say := func(word string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, word+"\n"); err != nil {
+			t.Fatalf("tell the outage driver %q: %v", word, err)
+		}
+	}
+	await("stop recall")
+	d.interrupt()
+	requireClosed(t, "the API", d.APIURL)
+	say("stopped")
+	await("start recall")
+	d2 := startDev(t, cfg)
+	if d2.APIURL != d.APIURL {
+		t.Fatalf("recall came back at %s, not at %s", d2.APIURL, d.APIURL)
+	}
+	say("started")
+	ok := await("ok: ")
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the outage driver: %v\nstdout:\n%s\nstderr:\n%s", err, strings.Join(out, "\n"), stderr.String())
+	}
+	t.Logf("outage driver:\n%s", strings.Join(out, "\n"))
+	t.Log(ok)
+	d2.interrupt()
 }
 
 // copyTree copies the regular files under src to dst, leaving out
