@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -226,6 +227,23 @@ func TestMCPRoute(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized || body["error"]["code"] != api.CodeUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("token %q: %d %v, want 401 unauthorized with a challenge", token, resp.StatusCode, body)
 		}
+	}
+
+	// Behind a proxy on the same machine, the request reaches a loopback
+	// address under the public name: it is served.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Host = "recall.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+userToken(t, "u-42"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), mcp.ToolEvidence) {
+		t.Errorf("tools/list under another Host: %d %s, want 200 with the tools", resp.StatusCode, body)
 	}
 
 	call := func(cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {

@@ -115,8 +115,15 @@ func (nopWriteCloser) Close() error { return nil }
 // bearer token: the tools act for the Caller the API put in the request's
 // context.
 func (s *Server) HTTPHandler() http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
-		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &sdk.StreamableHTTPOptions{
+		Stateless: true, JSONResponse: true,
+		// The SDK refuses a request that reached a loopback address under
+		// another Host, against DNS rebinding: a page that rebinds a name to
+		// a local server without authentication. Every request here carries
+		// a bearer token, which such a page cannot send, and the check would
+		// refuse the API behind a proxy on its own machine.
+		DisableLocalhostProtection: true,
+	})
 	// The API checked exp; the SDK's middleware carries the caller to the
 	// tools as the request's TokenInfo.
 	return auth.RequireBearerToken(verifiedCaller, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)

@@ -227,12 +227,16 @@ const devTokenTTL = 30 * 24 * time.Hour
 // the mcpServers entry that starts `recall mcp` over stdio, acting with
 // token, and the address of the API's own /mcp.
 func printMCPSnippet(w io.Writer, apiURL, token, command string) {
-	entry := map[string]any{"mcpServers": map[string]any{"recall": map[string]any{
-		"command": command,
-		"args":    []string{"mcp"},
-		"env":     map[string]string{"RECALL_API_URL": apiURL, "RECALL_TOKEN": token},
-	}}}
-	b, _ := json.Marshal(entry)
+	type server struct {
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+	}
+	b, _ := json.Marshal(map[string]map[string]server{"mcpServers": {"recall": {
+		Command: command,
+		Args:    []string{"mcp"},
+		Env:     map[string]string{"RECALL_API_URL": apiURL, "RECALL_TOKEN": token},
+	}}})
 	fmt.Fprintf(w, "Give an MCP client (a desktop assistant, an agent) recall's tools: add this to its configuration\n")
 	fmt.Fprintf(w, "(the token acts for %s; `recall token USER` prints one for another user):\n\n", devUser)
 	fmt.Fprintf(w, "%s\n\n", b)
