@@ -482,21 +482,22 @@ func TestResources(t *testing.T) {
 	}
 
 	tests := []struct {
-		uri      string
-		wantUser string // the backend's user_id
-		wantCode int64  // the JSON-RPC error's code; 0 for success
+		uri          string
+		wantUser     string // the backend's user_id
+		wantNotFound bool
 	}{
-		{"recall://conversations/c%2F1/evidence", "alice", 0},
-		{"recall://users/alice/conversations/c%2F1/evidence", "alice", 0},
-		{"recall://conversations/unknown/evidence", "alice", sdk.CodeResourceNotFound},
-		{"recall://conversations/c%2F1/other", "", sdk.CodeResourceNotFound},
+		{"recall://conversations/c%2F1/evidence", "alice", false},
+		{"recall://users/alice/conversations/c%2F1/evidence", "alice", false},
+		{"recall://conversations/unknown/evidence", "alice", true},
+		{"recall://conversations/c%2F1/other", "", true},
 	}
 	for _, tt := range tests {
 		got, err := b.session.ReadResource(ctx, &sdk.ReadResourceParams{URI: tt.uri})
-		if tt.wantCode != 0 {
+		if tt.wantNotFound {
+			// The protocol's resource-not-found error (SEP-2164).
 			var we *jsonrpc.Error
-			if !errors.As(err, &we) || we.Code != tt.wantCode {
-				t.Errorf("%s: %v, want JSON-RPC error %d", tt.uri, err, tt.wantCode)
+			if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || we.Message != "Resource not found" {
+				t.Errorf("%s: %v, want the resource-not-found error", tt.uri, err)
 			}
 			continue
 		}
