@@ -18,6 +18,7 @@ import (
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/mcp"
+	"github.com/recallhq/recall/testutil/mcptest"
 )
 
 // readsBundle is a handler that serves the MCP server at /mcp, and the
@@ -108,16 +109,19 @@ func TestReadsAnswerAsTheRoutes(t *testing.T) {
 		{"wait too long", user, "u-42", "c-7", api.EvidenceQuery{MinCursor: 99, Wait: 3 * time.Second}, "?min_cursor=99&wait=3s"},
 		{"negative min_cursor", user, "u-42", "c-7", api.EvidenceQuery{MinCursor: -1}, "?min_cursor=-1"},
 	}
+	// Each case is the route's answer and the read's, to compare.
+	type readCase struct {
+		name  string
+		route func(t *testing.T) *httptest.ResponseRecorder
+		read  func() ([]byte, error)
+	}
+	var cases []readCase
 	for _, tt := range evidenceTests {
-		t.Run("evidence/"+tt.name, func(t *testing.T) {
-			t.Parallel()
-			wantBody, wantCode := routeAnswer(t, do(t, b.h, http.MethodGet, "/v1/users/"+tt.user+"/conversations/"+tt.conv+"/evidence"+tt.query, tokens[tt.caller]))
-			body, err := b.reads.Evidence(ctx, tt.caller, tt.user, tt.conv, tt.q)
-			gotBody, gotCode := readAnswer(t, body, err)
-			if gotCode != wantCode || gotBody != wantBody {
-				t.Errorf("Reads.Evidence = %q (%s), want the route's %q (%s)", gotBody, gotCode, wantBody, wantCode)
-			}
-		})
+		cases = append(cases, readCase{"evidence/" + tt.name,
+			func(t *testing.T) *httptest.ResponseRecorder {
+				return do(t, b.h, http.MethodGet, "/v1/users/"+tt.user+"/conversations/"+tt.conv+"/evidence"+tt.query, tokens[tt.caller])
+			},
+			func() ([]byte, error) { return b.reads.Evidence(ctx, tt.caller, tt.user, tt.conv, tt.q) }})
 	}
 
 	searchTests := []struct {
@@ -134,19 +138,15 @@ func TestReadsAnswerAsTheRoutes(t *testing.T) {
 		{"query too long", user, "u-42", strings.Repeat("q", api.MaxQueryBytes+1), 0},
 	}
 	for _, tt := range searchTests {
-		t.Run("search/"+tt.name, func(t *testing.T) {
-			t.Parallel()
-			body, _ := json.Marshal(map[string]any{"query": tt.query})
-			if tt.maxTokens > 0 {
-				body, _ = json.Marshal(map[string]any{"query": tt.query, "max_tokens": tt.maxTokens})
-			}
-			wantBody, wantCode := routeAnswer(t, post(t, b.h, "/v1/users/"+tt.user+"/conversations/c-7/evidence/search", tokens[tt.caller], string(body)))
-			got, err := b.reads.Search(ctx, tt.caller, tt.user, "c-7", tt.query, tt.maxTokens)
-			gotBody, gotCode := readAnswer(t, got, err)
-			if gotCode != wantCode || gotBody != wantBody {
-				t.Errorf("Reads.Search = %q (%s), want the route's %q (%s)", gotBody, gotCode, wantBody, wantCode)
-			}
-		})
+		body, _ := json.Marshal(map[string]any{"query": tt.query})
+		if tt.maxTokens > 0 {
+			body, _ = json.Marshal(map[string]any{"query": tt.query, "max_tokens": tt.maxTokens})
+		}
+		cases = append(cases, readCase{"search/" + tt.name,
+			func(t *testing.T) *httptest.ResponseRecorder {
+				return post(t, b.h, "/v1/users/"+tt.user+"/conversations/c-7/evidence/search", tokens[tt.caller], string(body))
+			},
+			func() ([]byte, error) { return b.reads.Search(ctx, tt.caller, tt.user, "c-7", tt.query, tt.maxTokens) }})
 	}
 
 	listTests := []struct {
@@ -164,18 +164,28 @@ func TestReadsAnswerAsTheRoutes(t *testing.T) {
 		{"another user's", other, "", 0, ""},
 	}
 	for _, tt := range listTests {
-		t.Run("conversations/"+tt.name, func(t *testing.T) {
+		cases = append(cases, readCase{"conversations/" + tt.name,
+			func(t *testing.T) *httptest.ResponseRecorder {
+				return do(t, b.h, http.MethodGet, "/v1/users/u-42/conversations"+tt.query, tokens[tt.caller])
+			},
+			func() ([]byte, error) {
+				page, err := b.reads.Conversations(ctx, tt.caller, "u-42", tt.after, tt.limit)
+				if err != nil {
+					return nil, err
+				}
+				j, err := json.Marshal(page)
+				return append(j, '\n'), err
+			}})
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			wantBody, wantCode := routeAnswer(t, do(t, b.h, http.MethodGet, "/v1/users/u-42/conversations"+tt.query, tokens[tt.caller]))
-			page, err := b.reads.Conversations(ctx, tt.caller, "u-42", tt.after, tt.limit)
-			var gotBody string
-			if err == nil {
-				j, _ := json.Marshal(page)
-				gotBody = string(j) + "\n"
-			}
-			_, gotCode := readAnswer(t, nil, err)
+			wantBody, wantCode := routeAnswer(t, tc.route(t))
+			body, err := tc.read()
+			gotBody, gotCode := readAnswer(t, body, err)
 			if gotCode != wantCode || gotBody != wantBody {
-				t.Errorf("Reads.Conversations = %q (%s), want the route's %q (%s)", gotBody, gotCode, wantBody, wantCode)
+				t.Errorf("the read = %q (%s), want the route's %q (%s)", gotBody, gotCode, wantBody, wantCode)
 			}
 		})
 	}
@@ -246,21 +256,8 @@ func TestMCPRoute(t *testing.T) {
 		t.Errorf("tools/list under another Host: %d %s, want 200 with the tools", resp.StatusCode, body)
 	}
 
-	call := func(cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if res.IsError {
-			return nil, res.Content[0].(*sdk.TextContent).Text
-		}
-		out, _ := res.StructuredContent.(map[string]any)
-		return out, ""
-	}
-
 	user := connectMCP(t, srv.URL, userToken(t, "u-42"))
-	got, errText := call(user, mcp.ToolEvidence, map[string]any{"conversation_id": "c-7"})
+	got, errText := mcptest.Call(t, user, mcp.ToolEvidence, map[string]any{"conversation_id": "c-7"})
 	want := decode(t, do(t, b.h, http.MethodGet, "/v1/users/u-42/conversations/c-7/evidence", userToken(t, "u-42")))
 	if errText != "" || got["cursor"] != float64(want.Cursor) || got["version"] != float64(want.Version) || got["user_id"] != "u-42" {
 		t.Errorf("recall_evidence = %v %q, want cursor %d, version %d for u-42", got, errText, want.Cursor, want.Version)
@@ -268,21 +265,21 @@ func TestMCPRoute(t *testing.T) {
 	if msg, _ := got["message"].(map[string]any); msg["content"] != want.Message.Content {
 		t.Errorf("recall_evidence's message = %v, want the route's", got["message"])
 	}
-	if _, errText = call(user, mcp.ToolEvidence, map[string]any{"user_id": "u-7", "conversation_id": "c-7"}); !strings.HasPrefix(errText, api.CodeForbidden+": ") {
+	if _, errText = mcptest.Call(t, user, mcp.ToolEvidence, map[string]any{"user_id": "u-7", "conversation_id": "c-7"}); !strings.HasPrefix(errText, api.CodeForbidden+": ") {
 		t.Errorf("another user's evidence: %q, want a forbidden tool error", errText)
 	}
-	if _, errText = call(user, mcp.ToolEvidence, map[string]any{"conversation_id": "nope"}); !strings.HasPrefix(errText, mcp.CodeUnknownConversation+": ") {
+	if _, errText = mcptest.Call(t, user, mcp.ToolEvidence, map[string]any{"conversation_id": "nope"}); !strings.HasPrefix(errText, mcp.CodeUnknownConversation+": ") {
 		t.Errorf("unknown conversation: %q, want an %s tool error", errText, mcp.CodeUnknownConversation)
 	}
-	if _, errText = call(user, mcp.ToolEvidence, map[string]any{"conversation_id": "c-7", "min_cursor": 99, "wait": "3s"}); !strings.HasPrefix(errText, api.CodeWaitTooLong+": ") {
+	if _, errText = mcptest.Call(t, user, mcp.ToolEvidence, map[string]any{"conversation_id": "c-7", "min_cursor": 99, "wait": "3s"}); !strings.HasPrefix(errText, api.CodeWaitTooLong+": ") {
 		t.Errorf("a wait over the API's longest: %q, want a %s tool error", errText, api.CodeWaitTooLong)
 	}
 
 	service := connectMCP(t, srv.URL, serviceToken(t))
-	if _, errText = call(service, mcp.ToolConversations, nil); !strings.HasPrefix(errText, mcp.CodeUserRequired+": ") {
+	if _, errText = mcptest.Call(t, service, mcp.ToolConversations, nil); !strings.HasPrefix(errText, mcp.CodeUserRequired+": ") {
 		t.Errorf("service token without user_id: %q, want a %s tool error", errText, mcp.CodeUserRequired)
 	}
-	got, errText = call(service, mcp.ToolConversations, map[string]any{"user_id": "u-42", "limit": 1})
+	got, errText = mcptest.Call(t, service, mcp.ToolConversations, map[string]any{"user_id": "u-42", "limit": 1})
 	wantPage := map[string]any{
 		"conversations": []any{map[string]any{"conversation_id": "c-1", "cursor": 2.0, "message_count": 3.0, "version": 3.0,
 			"updated_at": updatedAt.Format(time.RFC3339Nano)}},

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/recallhq/recall/testutil/mcptest"
 )
 
 // mcpSnippet is the entry recall dev prints for an MCP client's
@@ -130,18 +132,6 @@ func testMCPStdio(t *testing.T, s mcpSnippet, c conversation) {
 		t.Errorf("tools %s, want recall_conversations, recall_evidence and recall_search", got)
 	}
 
-	call := func(name string, args map[string]any) (map[string]any, string) {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if res.IsError {
-			return nil, res.Content[0].(*sdk.TextContent).Text
-		}
-		out, _ := res.StructuredContent.(map[string]any)
-		return out, ""
-	}
 	const query = "which database did we settle on for the ledger?"
 	tests := []struct {
 		name       string
@@ -161,7 +151,7 @@ func testMCPStdio(t *testing.T, s mcpSnippet, c conversation) {
 		{"limit out of range", "recall_conversations", map[string]any{"limit": 5000}, false, `validating "arguments"`},
 	}
 	for _, tt := range tests {
-		got, errText := call(tt.tool, tt.args)
+		got, errText := mcptest.Call(t, cs, tt.tool, tt.args)
 		switch {
 		case tt.wantError != "":
 			if !strings.HasPrefix(errText, tt.wantError) {
@@ -189,9 +179,8 @@ func testMCPStdio(t *testing.T, s mcpSnippet, c conversation) {
 	// A wrong token: the server starts, and every call says unauthorized.
 	var badStderr syncBuffer
 	bad := startMCP(t, s, &badStderr, "RECALL_TOKEN=not-a-token")
-	r, err := bad.CallTool(ctx, &sdk.CallToolParams{Name: "recall_evidence", Arguments: map[string]any{"user_id": c.UserID, "conversation_id": c.ConversationID}})
-	if err != nil || !r.IsError || !strings.HasPrefix(r.Content[0].(*sdk.TextContent).Text, "unauthorized: ") {
-		t.Errorf("a wrong token: %+v %v, want an unauthorized tool error", r, err)
+	if _, errText := mcptest.Call(t, bad, "recall_evidence", map[string]any{"user_id": c.UserID, "conversation_id": c.ConversationID}); !strings.HasPrefix(errText, "unauthorized: ") {
+		t.Errorf("a wrong token: %q, want an unauthorized tool error", errText)
 	}
 
 	// Nothing the calls carried reaches the log.
