@@ -75,12 +75,15 @@ func scoreBaseline(c *conversation, maxTokens int, s *Score) {
 	s.Messages += len(c.messages)
 	for _, p := range c.probes {
 		shown := bm25View(before(p.index), c.messages[p.index].Text, maxTokens)
+		hits := 0
 		for _, fact := range p.Facts {
 			s.ProbeFacts++
 			if anyContains(shown, fact) {
 				s.ProbeHits++
+				hits++
 			}
 		}
+		s.addProbe(p.Why, len(p.Facts), hits)
 	}
 	last := evidence.NewestRequest(c.messages)
 	shown := bm25View(before(last), c.messages[last].Text, maxTokens)
@@ -101,6 +104,9 @@ func scoreBaseline(c *conversation, maxTokens int, s *Score) {
 		s.Superseded++
 		if anyContains(shown, sc.Text) {
 			s.SupersededShown++
+			if !anyContains(shown, sc.By) {
+				s.StaleShown++
+			}
 		}
 	}
 }

@@ -26,6 +26,9 @@ type Summary struct {
 	// excerpt text.
 	SupersededKept float64 `json:"superseded_kept"`
 	ExcerptShare   float64 `json:"excerpt_share"`
+	// StaleOnly is the share of corrected facts shown after the last turn
+	// without the words that correct them.
+	StaleOnly float64 `json:"stale_only"`
 	// Leakage counts forbidden markers found; it must be 0.
 	Leakage int `json:"leakage"`
 	// MaxEstimatedTokens is the largest message at any step; OverBudget
@@ -106,7 +109,7 @@ func baselineSummary(fixtures []Fixture) (*Summary, error) {
 		return nil, err
 	}
 	return &Summary{Fixtures: len(fixtures), Retention: t.Retention, LongRetention: t.LongRetention,
-		ProbeRecall: t.ProbeRecall, SupersededKept: t.SupersededKept, Score: *t}, nil
+		ProbeRecall: t.ProbeRecall, SupersededKept: t.SupersededKept, StaleOnly: t.StaleOnly, Score: *t}, nil
 }
 
 func summarise(fixtures []Fixture, opts Options) (*Summary, error) {
@@ -117,7 +120,7 @@ func summarise(fixtures []Fixture, opts Options) (*Summary, error) {
 	t := &r.Total
 	return &Summary{
 		Fixtures: len(fixtures), Retention: t.Retention, LongRetention: t.LongRetention, ProbeRecall: t.ProbeRecall,
-		ContextProbeRecall: t.ContextProbeRecall, SupersededKept: t.SupersededKept, ExcerptShare: t.ExcerptShare,
+		ContextProbeRecall: t.ContextProbeRecall, SupersededKept: t.SupersededKept, StaleOnly: t.StaleOnly, ExcerptShare: t.ExcerptShare,
 		Leakage: t.Leakage, MaxEstimatedTokens: t.MaxEvidenceTokens, OverBudget: t.BudgetViolations,
 		Invalid: t.InvalidMessages, Inconsistent: t.Inconsistent, Score: *t, Report: r,
 	}, nil

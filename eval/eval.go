@@ -130,6 +130,7 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 				}
 				fr.ProbeFacts += pr.Facts
 				fr.ProbeHits += pr.Facts - len(pr.Missing)
+				fr.addProbe(p.Why, pr.Facts, pr.Facts-len(pr.Missing))
 				prompt, err := contextText(&st, c.messages[:i+1], cfg)
 				if err != nil {
 					return fr, fmt.Errorf("fixture %s: %s: context at message %d: %w", f.Name, c.key, i, err)
@@ -174,6 +175,9 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 			if _, ok := findFact(&st, sc.Text); ok {
 				fr.SupersededShown++
 				fr.Corrected = append(fr.Corrected, sc)
+				if _, ok := findFact(&st, sc.By); !ok {
+					fr.StaleShown++
+				}
 			}
 		}
 		for _, l := range leaked {

@@ -3,6 +3,8 @@ package eval
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -112,14 +114,15 @@ func clip(s string) string {
 // per-fixture report of profile detail for each set.
 func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tset\tfixtures\tretention\tlong retention\tprobe recall\tcontext probe recall\tsuperseded kept\texcerpt share\tleakage\tmax tokens\tover budget\tinvalid\tinconsistent\t")
+	fmt.Fprintln(tw, "profile\tset\tfixtures\tretention\tlong retention\tprobe recall\tcontext probe recall\tsuperseded kept\tstale only\texcerpt share\tleakage\tmax tokens\tover budget\tinvalid\tinconsistent\t")
 	row := func(p evidence.Profile, set string, s *Summary) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%%\t%d\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%%\t%d\t%d\t%d\t%d\t%d\t\n",
 			p, set, s.Fixtures, 100*s.Retention, s.Score.Retained, s.Score.Required,
 			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired,
 			100*s.ProbeRecall, s.Score.ProbeHits, s.Score.ProbeFacts,
 			100*s.ContextProbeRecall, s.Score.ContextProbeHits, s.Score.ProbeFacts,
-			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded, 100*s.Score.ExcerptShare,
+			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded,
+			100*s.Score.StaleOnly, s.Score.StaleShown, s.Score.Superseded, 100*s.Score.ExcerptShare,
 			s.Leakage, s.MaxEstimatedTokens, s.OverBudget, s.Invalid, s.Inconsistent)
 	}
 	for _, p := range Profiles {
@@ -128,11 +131,12 @@ func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bo
 		}
 	}
 	baseline := func(set string, s *Summary) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\t%.1f%% (%d/%d)\t\t\t\t\t\t\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\t\t\t\t\t\t\n",
 			BaselineName, set, s.Fixtures, 100*s.Retention, s.Score.Retained, s.Score.Required,
 			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired,
 			100*s.ProbeRecall, s.Score.ProbeHits, s.Score.ProbeFacts,
-			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded)
+			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded,
+			100*s.Score.StaleOnly, s.Score.StaleShown, s.Score.Superseded)
 	}
 	if c.Baseline != nil {
 		baseline(c.Set, &c.Baseline.Summary)
@@ -146,6 +150,9 @@ func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bo
 		baseline("development", c.Baseline.Development)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := c.writeKinds(w); err != nil {
 		return err
 	}
 	ps := c.Profiles[detail]
@@ -165,4 +172,51 @@ func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bo
 		return ps.Development.Report.WriteTable(w, verbose)
 	}
 	return nil
+}
+
+// writeKinds writes, for a set whose probes name their kind of request,
+// probe recall by kind for the focus profile and the baseline side by
+// side: the facts found, and the probes whose every fact was found.
+func (c *Comparison) writeKinds(w io.Writer) error {
+	focus := c.Profiles[evidence.ProfileFocus]
+	if focus == nil || c.Baseline == nil {
+		return nil
+	}
+	sets := []struct {
+		name    string
+		got, bm *Summary
+	}{{c.Set, &focus.Summary, &c.Baseline.Summary}}
+	if focus.Development != nil && c.Baseline.Development != nil {
+		sets = append(sets, struct {
+			name    string
+			got, bm *Summary
+		}{"development", focus.Development, c.Baseline.Development})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, set := range sets {
+		kinds := slices.Sorted(maps.Keys(set.got.Score.Kinds))
+		for _, kind := range kinds {
+			if !header {
+				fmt.Fprintln(w)
+				fmt.Fprintln(tw, "set\tkind\tprobes\tfocus probe recall\tfocus complete\tbm25 probe recall\tbm25 complete\t")
+				header = true
+			}
+			g, b := set.got.Score.Kinds[kind], set.bm.Score.Kinds[kind]
+			if b == nil {
+				b = &KindScore{}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\n", set.name, kind, g.Probes,
+				100*g.Recall, g.Hits, g.Facts, percent(g.Complete, g.Probes), g.Complete, g.Probes,
+				100*b.Recall, b.Hits, b.Facts, percent(b.Complete, b.Probes), b.Complete, b.Probes)
+		}
+	}
+	return tw.Flush()
+}
+
+func percent(n, d int) float64 {
+	if d == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(d)
 }

@@ -1,6 +1,10 @@
 package eval
 
-import "github.com/recallhq/recall/evidence"
+import (
+	"strings"
+
+	"github.com/recallhq/recall/evidence"
+)
 
 // Options configure a run.
 type Options struct {
@@ -46,6 +50,11 @@ type Score struct {
 	Superseded      int     `json:"superseded"`
 	SupersededShown int     `json:"superseded_shown"`
 	SupersededKept  float64 `json:"superseded_kept"`
+	// StaleShown counts the corrected facts shown after the last turn
+	// while the words that correct them are not, and StaleOnly their share
+	// of Superseded: the agent gets only the old value. It should be 0.
+	StaleShown int     `json:"stale_shown"`
+	StaleOnly  float64 `json:"stale_only"`
 	// ExcerptBytes counts the excerpt bytes of the evidence messages after
 	// the last turn, MessageBytes their content's bytes, and ExcerptShare
 	// their ratio: how much of what a model reads is quoted text.
@@ -64,6 +73,9 @@ type Score struct {
 	// it); ContextProbeRecall is their share of ProbeFacts.
 	ContextProbeHits   int     `json:"context_probe_hits"`
 	ContextProbeRecall float64 `json:"context_probe_recall"`
+	// Kinds breaks the probes down by the kind of request their why names
+	// ("LoCoMo temporal question; …": "temporal"), when it names one.
+	Kinds map[string]*KindScore `json:"kinds,omitempty"`
 	// Bucketed counts facts with a bucket mark; Classified those that
 	// entered the evidence in that bucket (the classifier's accuracy), and
 	// InBucket those retained in it.
@@ -107,6 +119,54 @@ type Score struct {
 func (s *Score) Pass(minRetention float64) bool {
 	return s.Leakage == 0 && s.BudgetViolations == 0 && s.InvalidMessages == 0 && s.Inconsistent == 0 &&
 		s.Retention >= minRetention
+}
+
+// KindScore holds the probe figures of one kind of request.
+type KindScore struct {
+	// Probes counts the probes, Complete those whose every fact was found.
+	Probes   int `json:"probes"`
+	Complete int `json:"complete"`
+	// Facts counts their facts, Hits those found; Recall is their ratio.
+	Facts  int     `json:"facts"`
+	Hits   int     `json:"hits"`
+	Recall float64 `json:"recall"`
+}
+
+// addProbe counts a probe of why's kind with facts facts, hits of them
+// found.
+func (s *Score) addProbe(why string, facts, hits int) {
+	kind := probeKind(why)
+	if kind == "" {
+		return
+	}
+	if s.Kinds == nil {
+		s.Kinds = make(map[string]*KindScore)
+	}
+	k := s.Kinds[kind]
+	if k == nil {
+		k = &KindScore{}
+		s.Kinds[kind] = k
+	}
+	k.Probes++
+	k.Facts += facts
+	k.Hits += hits
+	if hits == facts {
+		k.Complete++
+	}
+}
+
+// probeKind returns the kind of request a probe's why names: the word
+// before "question" in its first clause ("LoCoMo multi-hop question;
+// answer: …" is "multi-hop"), or "".
+func probeKind(why string) string {
+	first, _, _ := strings.Cut(why, ";")
+	words := strings.Fields(first)
+	for i := 1; i < len(words); i++ {
+		if words[i] == "question" {
+			return words[i-1]
+		}
+	}
+	return ""
 }
 
 // FixtureReport is the result of one fixture.
@@ -183,6 +243,21 @@ func (s *Score) add(o *Score) {
 	s.LongRetained += o.LongRetained
 	s.Superseded += o.Superseded
 	s.SupersededShown += o.SupersededShown
+	s.StaleShown += o.StaleShown
+	for kind, k := range o.Kinds {
+		if s.Kinds == nil {
+			s.Kinds = make(map[string]*KindScore)
+		}
+		t := s.Kinds[kind]
+		if t == nil {
+			t = &KindScore{}
+			s.Kinds[kind] = t
+		}
+		t.Probes += k.Probes
+		t.Complete += k.Complete
+		t.Facts += k.Facts
+		t.Hits += k.Hits
+	}
 	s.ExcerptBytes += o.ExcerptBytes
 	s.MessageBytes += o.MessageBytes
 	s.ProbeFacts += o.ProbeFacts
@@ -217,9 +292,13 @@ func (s *Score) finish() {
 	s.LongRetention = ratio(s.LongRetained, s.LongRequired)
 	s.ProbeRecall = ratio(s.ProbeHits, s.ProbeFacts)
 	s.ContextProbeRecall = ratio(s.ContextProbeHits, s.ProbeFacts)
-	s.SupersededKept = 0
+	s.SupersededKept, s.StaleOnly = 0, 0
 	if s.Superseded > 0 {
 		s.SupersededKept = float64(s.SupersededShown) / float64(s.Superseded)
+		s.StaleOnly = float64(s.StaleShown) / float64(s.Superseded)
+	}
+	for _, k := range s.Kinds {
+		k.Recall = ratio(k.Hits, k.Facts)
 	}
 	s.ExcerptShare = 0
 	if s.MessageBytes > 0 {
