@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"cmp"
 	"context"
 	"slices"
 )
@@ -17,20 +18,23 @@ type Candidates struct {
 	// CandidateLimit/4 items, its newest CandidateLimit/4 and its heaviest
 	// CandidateLimit/2 (the oldest first among equals), oldest first.
 	Tiers [TierContext][]Item
-	// Relevant are the union of the newest RelevantLimit items that share
-	// a term with the request and the newest WindowLimit items that share
-	// one with the window only, oldest first.
+	// Relevant are the items the query picked (QueryScans), oldest first.
 	Relevant []Item
+	// DF estimates, for each term of the request the index was asked for,
+	// how many items of the archive hold it.
+	DF map[string]float64
 }
 
 // The bounds of a candidate selection.
 const (
 	// CandidateLimit bounds Candidates.Recent and each of Candidates.Tiers.
 	CandidateLimit = 64
-	// RelevantLimit bounds the candidates that share a term with the
-	// request, WindowLimit those that share one with the window only.
-	RelevantLimit = 192
-	WindowLimit   = 64
+	// TermLimit bounds the candidates of each term of the request,
+	// WindowLimit those that share a term with the window only.
+	TermLimit   = 48
+	WindowLimit = 64
+	// RelevantLimit bounds the candidates a query picks.
+	RelevantLimit = MaxQueryTerms*TermLimit + WindowLimit
 	// WindowItems is how many of the newest items join the request's text
 	// in the query: a request such as "yes, that one" refers back to them.
 	WindowItems = 6
@@ -86,12 +90,14 @@ func ReadStanding(ctx context.Context, ix Index, total int) (*Standing, error) {
 	return NewStanding(total, lists), nil
 }
 
-// QueryScans returns the scans of the candidates query q picks.
+// QueryScans returns the scans of the candidates query q picks: for each
+// of its scanned terms the newest TermLimit items that hold it, then the
+// newest WindowLimit items that share a term with the window only.
 func QueryScans(q *Query) []Scan {
-	var scans []Scan
-	if len(q.request) > 0 {
-		s := scanAll(Newest, RelevantLimit)
-		s.Terms = q.request
+	scans := make([]Scan, 0, len(q.scanned)+1)
+	for _, t := range q.scanned {
+		s := scanAll(Newest, TermLimit)
+		s.Terms = []string{t}
 		scans = append(scans, s)
 	}
 	if len(q.windowOnly) > 0 {
@@ -108,8 +114,30 @@ func (s *Standing) Query(request string) *Query { return NewQuery(request, s.Rec
 
 // With returns the candidates of a view for q: s's, and picked, the
 // answers to QueryScans(q).
-func (s *Standing) With(picked [][]Item) *Candidates {
-	return &Candidates{Total: s.Total, Recent: s.Recent, Tiers: s.Tiers, Relevant: MergeCandidates(picked...)}
+func (s *Standing) With(q *Query, picked [][]Item) *Candidates {
+	c := &Candidates{Total: s.Total, Recent: s.Recent, Tiers: s.Tiers, Relevant: MergeCandidates(picked...),
+		DF: make(map[string]float64, len(q.scanned))}
+	newest := 0
+	if len(s.Recent) > 0 {
+		newest = s.Recent[0].Index
+	}
+	for i, t := range q.scanned {
+		c.DF[t] = estimateDF(picked[i], newest, s.Total)
+	}
+	return c
+}
+
+// estimateDF estimates how many items of an archive of total items, whose
+// newest message has index newest, hold a term, from the newest items that
+// hold it (TermLimit at most): their count when they are fewer, else the
+// count in proportion to the share of the history they span.
+func estimateDF(items []Item, newest, total int) float64 {
+	n := len(items)
+	if n < TermLimit || n == 0 {
+		return float64(n)
+	}
+	span := newest - items[n-1].Index + 1
+	return min(float64(total), float64(n)*float64(newest+1)/float64(max(span, 1)))
 }
 
 // Candidates returns the candidates of a view for request with s's
@@ -123,7 +151,63 @@ func (s *Standing) Candidates(ctx context.Context, ix Index, request string) (*C
 			return nil, nil, err
 		}
 	}
-	return s.With(picked), q, nil
+	c := s.With(q, picked)
+	if scans := c.NeighbourScans(q); len(scans) > 0 {
+		more, err := ix.Scan(ctx, scans)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.AddNeighbours(more)
+	}
+	return c, q, nil
+}
+
+// NeighbourMessages is how many of the messages that match a query best
+// are read whole, with the message after each (the reply to a question
+// takes its sense from it): the sentence that answers a request need not
+// repeat its words. NeighbourLimit bounds the items read.
+const (
+	NeighbourMessages = 16
+	NeighbourLimit    = 256
+)
+
+// NeighbourScans returns the scan of the messages, and the message after
+// each, whose relevant candidates match q best: by the rarity of the
+// request's terms they hold together.
+func (c *Candidates) NeighbourScans(q *Query) []Scan {
+	if !q.asks {
+		return nil
+	}
+	idf := c.idf(q)
+	scores := make(map[int]float64)
+	for _, m := range messageTerms(c.Relevant, idf) {
+		for _, t := range m.terms {
+			scores[m.index] += idf[t]
+		}
+	}
+	if len(scores) == 0 {
+		return nil
+	}
+	msgs := make([]int, 0, len(scores))
+	for m := range scores {
+		msgs = append(msgs, m)
+	}
+	slices.SortFunc(msgs, func(x, y int) int { return cmp.Or(cmp.Compare(scores[y], scores[x]), cmp.Compare(y, x)) })
+	msgs = msgs[:min(len(msgs), NeighbourMessages)]
+	var idx []int
+	for _, m := range msgs {
+		idx = append(idx, m, m+1)
+	}
+	slices.Sort(idx)
+	s := scanAll(Oldest, NeighbourLimit)
+	s.Indexes = slices.Compact(idx)
+	return []Scan{s}
+}
+
+// AddNeighbours adds the answers to NeighbourScans to the relevant
+// candidates.
+func (c *Candidates) AddNeighbours(more [][]Item) {
+	c.Relevant = MergeCandidates(append(more, c.Relevant)...)
 }
 
 // ReadCandidates reads the candidates of a view for request from an
@@ -162,7 +246,7 @@ func (c *Candidates) Before(before int) *Candidates {
 	keep := func(items []Item) []Item {
 		return slices.DeleteFunc(slices.Clone(items), func(it Item) bool { return it.Index >= before })
 	}
-	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant)}
+	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant), DF: c.DF}
 	for t := range c.Tiers {
 		out.Tiers[t] = keep(c.Tiers[t])
 	}

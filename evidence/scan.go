@@ -43,6 +43,8 @@ type Scan struct {
 	After int
 	// Terms keeps the items that hold one of these terms; nil keeps all.
 	Terms []string
+	// Indexes keeps the items of these messages; nil keeps all.
+	Indexes []int
 	// Order is the order items are read in.
 	Order Order
 	// Limit bounds the items read.
@@ -60,7 +62,8 @@ func (s *Scan) Matches(it *Item) bool {
 		(s.Bucket == Any || it.Bucket == s.Bucket) &&
 		(s.Role == "" || it.Role == s.Role) &&
 		it.Index > s.After &&
-		(s.Terms == nil || sharesTerm(s.Terms, it.Terms))
+		(s.Terms == nil || sharesTerm(s.Terms, it.Terms)) &&
+		(s.Indexes == nil || slices.Contains(s.Indexes, it.Index))
 }
 
 // sharesTerm reports whether terms (any order) and sorted share a term.

@@ -2,63 +2,12 @@ package evidence
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
 	"github.com/recallhq/recall/checkpoint"
 )
 
-// Query is what a focus view is chosen for: the search terms of the request
-// (or of a search's text), and of the newest items before it, which rank
-// only among entries the request's own terms rank equally (a request such
-// as "yes, that one" has none, and refers back to them).
-type Query struct {
-	// request and windowOnly are the request's terms and the window's
-	// terms that are not the request's, each sorted, and as sets.
-	request, windowOnly   []string
-	requestSet, windowSet map[string]bool
-	window                map[windowKey]bool
-}
-
 type windowKey struct{ index, start int }
-
-// NewQuery returns the query for request, the text of the current request,
-// and window, the newest items of the archive (newest first; the first
-// WindowItems count).
-func NewQuery(request string, window []Item) *Query {
-	q := &Query{request: Terms(request), window: make(map[windowKey]bool)}
-	var terms []string
-	for i := range window[:min(len(window), WindowItems)] {
-		it := &window[i]
-		q.window[windowKey{it.Index, it.Span[0]}] = true
-		for _, t := range it.Terms {
-			if _, ok := slices.BinarySearch(q.request, t); !ok {
-				terms = append(terms, t)
-			}
-		}
-	}
-	slices.Sort(terms)
-	q.windowOnly = slices.Compact(terms)
-	q.requestSet, q.windowSet = set(q.request), set(q.windowOnly)
-	return q
-}
-
-func set(list []string) map[string]bool {
-	m := make(map[string]bool, len(list))
-	for _, t := range list {
-		m[t] = true
-	}
-	return m
-}
-
-// RequestTerms returns the request's terms, sorted, and WindowTerms the
-// window's terms that are not the request's: the index looks the relevant
-// candidates up by each (Candidates.Relevant), so that a rare word of the
-// request finds an old entry however many entries share the window's words.
-func (q *Query) RequestTerms() []string { return q.request }
-
-// WindowTerms: see RequestTerms.
-func (q *Query) WindowTerms() []string { return q.windowOnly }
 
 // View is a focus view: the entries shown for one request, within the token
 // bound.
@@ -85,18 +34,36 @@ type Shown struct {
 type viewClass int
 
 const (
-	classUser viewClass = iota
+	classAnswer viewClass = iota
+	classUser
 	classRelevant
 	classAssistant
 	classRecent
 	numClasses
 )
 
-var classShare = [numClasses]float64{
-	classUser:      0.85,
-	classRelevant:  0.10,
-	classAssistant: 0.10,
-	classRecent:    0.05,
+// A split is the order the classes take their shares in, and the shares.
+type split struct {
+	order [numClasses]viewClass
+	share [numClasses]float64
+}
+
+// answerScore is the relevance score (rank.go) from which a candidate
+// answers a question: it goes first, before the user's standing facts.
+const answerScore = 2.0
+
+// statementSplit is the split of a request that asks nothing (an
+// instruction, a statement): the user's standing facts first.
+var statementSplit = split{
+	order: [numClasses]viewClass{classAnswer, classUser, classRelevant, classAssistant, classRecent},
+	share: [numClasses]float64{classUser: 0.85, classRelevant: 0.10, classAssistant: 0.10, classRecent: 0.05},
+}
+
+// questionSplit is the split of a request that asks for something: what
+// answers it first, the user's standing facts keeping a floor.
+var questionSplit = split{
+	order: [numClasses]viewClass{classAnswer, classUser, classRelevant, classAssistant, classRecent},
+	share: [numClasses]float64{classAnswer: 0.70, classUser: 0.85, classRelevant: 0.10, classAssistant: 0.10, classRecent: 0.05},
 }
 
 // SelectView chooses the view for query q from the candidates c, within
@@ -111,7 +78,14 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 	var classes [numClasses][]*Item
 	classes[classUser] = bySalience(c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
-	classes[classRelevant] = rankRelevant(c, q)
+	rel, scores := rankRelevant(c, q)
+	for i, it := range rel {
+		if q.asks && scores[i] >= answerScore {
+			classes[classAnswer] = append(classes[classAnswer], it)
+		} else {
+			classes[classRelevant] = append(classes[classRelevant], it)
+		}
+	}
 	classes[classAssistant] = bySalience(c.Tiers[TierAssistantRule])
 	classes[classRecent] = pointers(c.Recent)
 	// What a newer candidate corrects is not shown.
@@ -156,8 +130,12 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 		}
 		return n
 	}
-	for cl := range numClasses {
-		share := int(classShare[cl] * float64(entryBudget))
+	sp := &statementSplit
+	if q.asks {
+		sp = &questionSplit
+	}
+	for _, cl := range sp.order {
+		share := int(sp.share[cl] * float64(entryBudget))
 		spent := 0
 		for _, it := range classes[cl] {
 			cost := costOf(it) + 1
@@ -170,7 +148,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 			}
 		}
 	}
-	for cl := range numClasses {
+	for _, cl := range sp.order {
 		for _, it := range classes[cl] {
 			if add(it, costOf(it)) {
 				why.shown(it, cl, true)
@@ -236,91 +214,6 @@ func bySalience(tiers ...[]Item) []*Item {
 		}
 		return 0
 	})
-	return out
-}
-
-// rankRelevant orders the relevant candidates that are not in the query's
-// window by how well they match the request, then the window: for each, the
-// sum over shared terms of the term's rarity among the candidates
-// (log(1 + total/df)); best first, newer first on ties.
-// relevantWeightScale: a relevant candidate's score grows by its weight
-// over this, so that a relevant fact goes before relevant chatter.
-const relevantWeightScale = 200.0
-
-func rankRelevant(c *Candidates, q *Query) []*Item {
-	// Each query term has a slot: the request's 1 to len(q.request), the
-	// window's after them; 0 is none. One lookup per term of an item.
-	nReq := int32(len(q.request))
-	slot := make(map[string]int32, len(q.request)+len(q.windowOnly))
-	for i, t := range q.request {
-		slot[t] = int32(i) + 1
-	}
-	for i, t := range q.windowOnly {
-		slot[t] = nReq + int32(i) + 1
-	}
-	df := make([]int, len(q.request)+len(q.windowOnly)+1)
-	var slots []int32 // of every term of every candidate, in order
-	for i := range c.Relevant {
-		for _, t := range c.Relevant[i].Terms {
-			s := slot[t]
-			slots = append(slots, s)
-			df[s]++
-		}
-	}
-	total := float64(max(c.Total, 1))
-	idf := make([]float64, len(df))
-	for s := 1; s < len(df); s++ {
-		if df[s] > 0 {
-			idf[s] = math.Log(1 + total/float64(df[s]))
-		}
-	}
-	type scored struct {
-		it              *Item
-		request, window float64
-	}
-	var ss []scored
-	next := 0
-	for i := range c.Relevant {
-		it := &c.Relevant[i]
-		mine := slots[next : next+len(it.Terms)]
-		next += len(it.Terms)
-		if q.window[windowKey{it.Index, it.Span[0]}] {
-			continue
-		}
-		sc := scored{it: it}
-		for _, s := range mine {
-			switch {
-			case s == 0:
-			case s <= nReq:
-				sc.request += idf[s]
-			default:
-				sc.window += idf[s]
-			}
-		}
-		if sc.request > 0 || sc.window > 0 {
-			// A relevant fact before relevant chatter.
-			f := 1 + float64(it.Weight)/relevantWeightScale
-			sc.request *= f
-			sc.window *= f
-			ss = append(ss, sc)
-		}
-	}
-	slices.SortFunc(ss, func(x, y scored) int {
-		if c := cmp.Or(cmp.Compare(y.request, x.request), cmp.Compare(y.window, x.window)); c != 0 {
-			return c
-		}
-		if x.it.Newer(y.it) {
-			return -1
-		}
-		if y.it.Newer(x.it) {
-			return 1
-		}
-		return 0
-	})
-	out := make([]*Item, len(ss))
-	for i := range ss {
-		out[i] = ss[i].it
-	}
 	return out
 }
 

@@ -175,6 +175,14 @@ func scanWhere(s *evidence.Scan, userID, conversationID string, args *[]any) str
 		*args = append(*args, termHashes(userID, conversationID, s.Terms))
 		fmt.Fprintf(&b, " AND term_hashes && $%d", len(*args))
 	}
+	if s.Indexes != nil {
+		idx := make([]int32, len(s.Indexes))
+		for i, x := range s.Indexes {
+			idx[i] = int32(x)
+		}
+		*args = append(*args, idx)
+		fmt.Fprintf(&b, " AND idx = ANY($%d)", len(*args))
+	}
 	return b.String()
 }
 
@@ -242,7 +250,7 @@ func candidates(ctx context.Context, db querier, userID, conversationID, request
 
 // smallArchive is the size up to which an archive is read whole
 // (archive.Scan).
-const smallArchive = evidence.RelevantLimit + evidence.WindowLimit
+const smallArchive = 256
 
 func termHashes(userID, conversationID string, terms []string) []int64 {
 	h := make([]int64, len(terms))

@@ -308,7 +308,7 @@ func TestSearchReachesOldEntries(t *testing.T) {
 		t.Fatalf("the archive holds %d entries, want %d", want.Archive.Len(), entries)
 	}
 	requireView(t, st, want)
-	queries := []string{"zeppelin", "lantern", "harbor", "lantern zeppelin", "nothing"}
+	queries := []string{"zeppelin", "lantern", "harbor", "lantern zeppelin", "nothing", "Which ones have the lantern and the zeppelin?"}
 	for _, query := range queries {
 		requireSearch(t, st, want, query)
 	}

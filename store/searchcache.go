@@ -210,15 +210,34 @@ func scanConversation(row pgx.Row, rec *evidence.Record) (stamp rowStamp, count 
 	return stamp, count, true, nil
 }
 
-// searchStanding is Search's fast path: the conversation's row and the
-// keys of the entries the query picks, read in one repeatable-read snapshot
-// sent as one batch; the standing candidates from s, and the picked items
-// from the item cache or, for those it lacks, one more statement. ok is
-// false when the row is no longer the one s was read at, or an item was
-// deleted since (Search then reads everything).
+// searchStanding is Search's fast path: the standing candidates from s,
+// and the entries the query picks read through pickCached. ok is false
+// when the row is no longer the one s was read at, or an item was deleted
+// since (Search then reads everything).
 func (st *Store) searchStanding(ctx context.Context, s *known, rec *evidence.Record, query string, before int) (ok bool, err error) {
 	q := s.Query(query)
-	scans := evidence.QueryScans(q)
+	found, ok, picked, err := st.pickCached(ctx, s, rec, evidence.QueryScans(q))
+	if !found || !ok || err != nil {
+		return !found || ok, err
+	}
+	c := s.With(q, picked)
+	if scans := c.NeighbourScans(q); len(scans) > 0 {
+		found, ok, more, err := st.pickCached(ctx, s, rec, scans)
+		if !found || !ok || err != nil {
+			return !found || ok, err
+		}
+		c.AddNeighbours(more)
+	}
+	return true, st.selectView(c.Before(before), q, rec)
+}
+
+// pickCached answers scans for the conversation of rec while its row is
+// the one s was read at: the row and the keys of the entries the scans
+// pick, read in one repeatable-read snapshot sent as one batch, and the
+// items from the item cache or, for those it lacks, one more statement.
+// found is false for a conversation deleted meanwhile (rec is then the
+// empty record); ok is false when the row changed or an item is gone.
+func (st *Store) pickCached(ctx context.Context, s *known, rec *evidence.Record, scans []evidence.Scan) (found, ok bool, picked [][]evidence.Item, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	b.Queue(conversationRow, rec.UserID, rec.ConversationID)
@@ -229,31 +248,31 @@ func (st *Store) searchStanding(ctx context.Context, s *known, rec *evidence.Rec
 	b.Queue(`COMMIT`)
 	stamp, count, found, keys, lists, err := readRelevantKeys(st.pool.SendBatch(ctx, b), rec, len(scans) > 0)
 	if err != nil {
-		return false, err
+		return false, false, nil, err
 	}
 	key := searchKey{rec.UserID, rec.ConversationID}
 	switch {
 	case !found:
 		st.searches.drop(key)
 		*rec = evidence.Record{UserID: rec.UserID, ConversationID: rec.ConversationID, PrefixDigest: checkpoint.ChainStart()}
-		return true, nil
+		return false, false, nil, nil
 	case stamp != s.stamp || count != s.Total:
-		return false, nil
+		return true, false, nil, nil
 	}
 	items, missing := st.searches.items.get(keys)
 	if len(missing) > 0 {
 		if ok, err := st.readMissing(ctx, rec.UserID, rec.ConversationID, missing); !ok || err != nil {
-			return false, err
+			return true, false, nil, err
 		}
 		if items, missing = st.searches.items.get(keys); len(missing) > 0 {
-			return false, nil // evicted at once by other searches: read everything
+			return true, false, nil, nil // evicted at once by other searches: read everything
 		}
 	}
-	picked := make([][]evidence.Item, len(scans))
+	picked = make([][]evidence.Item, len(scans))
 	for i, it := range items {
 		picked[lists[i]] = append(picked[lists[i]], *it)
 	}
-	return true, st.selectView(s.With(picked).Before(before), q, rec)
+	return true, true, picked, nil
 }
 
 // readRelevantKeys reads the results of searchStanding's batch and closes it.
