@@ -38,7 +38,7 @@ func TestChatter(t *testing.T) {
 		}
 		decoded = append(decoded, m)
 	}
-	items := evidence.ExtractItems(decoded, 0, nil)
+	items := evidence.ExtractItems(decoded, 0, nil, nil)
 	if kept := len(evidence.LatestByKey(items)); kept != len(items) || len(items) < 3*len(a) {
 		t.Errorf("%d messages gave %d entries, %d after restatements, want at least %d and none collapsed", len(a), len(items), kept, 3*len(a))
 	}

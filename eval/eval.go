@@ -242,7 +242,7 @@ func contextText(st *evidence.State, history []checkpoint.Message, cfg *evidence
 	if st.Archive != nil {
 		maxTokens := cfg.WithDefaults().MaxTokens
 		req.Complement = func(request string, before, room int) (*evidence.EvidenceMessage, error) {
-			c, q := st.Archive.Candidates(request)
+			c, q := st.Candidates(request)
 			view := evidence.State{Cursor: st.Cursor}
 			view.SetView(evidence.SelectView(c.Before(before), q, maxTokens))
 			return evidence.RenderWithin(&view, room), nil

@@ -40,8 +40,15 @@ type Item struct {
 	// Tier ranks the entry for the view.
 	Tier Tier
 	// Weight is how much the entry looks like a fact for the room it takes
-	// (salience.go), at most MaxWeight: heavier entries are shown first.
+	// (salience.go), at most MaxWeight, as the rarity of specific things
+	// stood when it was extracted: the index finds the heaviest entries by
+	// it, and a view weighs them again by the rarity that stands now
+	// (Traits).
 	Weight int
+	// Traits are the specific things the entry names, by kind, and what
+	// they added to its weight (rarity.go); 0 for entries stored before
+	// they were kept, which a view weighs as they were.
+	Traits Traits
 	// Key is the restatement key: an item with the same key replaces it.
 	Key string
 	// Terms are the entry's search terms (Terms).
@@ -60,8 +67,9 @@ func (it *Item) Newer(o *Item) bool {
 // ExtractItems returns the archive entries of msgs, the history's messages at
 // indexes from, from+1, …: one per sentence, list item or line of the text of
 // each evidential message, in history order. Excerpts are copies, so that
-// items never keep a message's text alive.
-func ExtractItems(msgs []checkpoint.Message, from int, cfg *Config) []Item {
+// items never keep a message's text alive. carry is what the fold carried
+// out of the messages before them; ExtractItems carries these into it.
+func ExtractItems(msgs []checkpoint.Message, from int, carry *Carry, cfg *Config) []Item {
 	c := cfg.withDefaults()
 	var items []Item
 	for i := range msgs {
@@ -70,6 +78,13 @@ func ExtractItems(msgs []checkpoint.Message, from int, cfg *Config) []Item {
 			continue
 		}
 		first := len(items)
+		date := ""
+		if carry != nil {
+			if d := dateLine(m.Text); d != "" {
+				carry.Date = d
+			}
+			date = carry.Date
+		}
 		for _, sp := range Segment(m.Text) {
 			excerpt, truncated := Excerpt(m.Text[sp[0]:sp[1]], c.MaxExcerptBytes)
 			if excerpt == "" {
@@ -78,24 +93,28 @@ func ExtractItems(msgs []checkpoint.Message, from int, cfg *Config) []Item {
 			b := c.Classifier.Classify(excerpt)
 			items = append(items, Item{
 				Entry: Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: from + i,
-					Excerpt: strings.Clone(excerpt), Truncated: truncated, Span: Span{sp[0], sp[0] + len(excerpt)}},
+					Excerpt: strings.Clone(excerpt), Truncated: truncated, Span: Span{sp[0], sp[0] + len(excerpt)}, Date: date},
 				Bucket: b,
 				Key:    restatementKey(excerpt),
 				Terms:  Terms(excerpt),
 			})
 		}
-		scoreItems(items[first:])
+		rare := carry.rarity()
+		scoreItems(items[first:], &rare)
+		carry.count(items[first:])
 	}
 	return items
 }
 
 // specificRuns counts the runs of digits, and of two or more capitals, in
 // w.
-func specificRuns(w string) int {
-	n, digits, capitals := 0, 0, 0
+func specificRuns(w string) (digitRuns, capitalRuns int) {
+	digits, capitals := 0, 0
 	flush := func() {
-		if digits > 0 || capitals >= 2 {
-			n++
+		if digits > 0 {
+			digitRuns++
+		} else if capitals >= 2 {
+			capitalRuns++
 		}
 		digits, capitals = 0, 0
 	}
@@ -116,7 +135,7 @@ func specificRuns(w string) int {
 		}
 	}
 	flush()
-	return n
+	return digitRuns, capitalRuns
 }
 
 // pronounI reports whether w is the English "I" or a contraction of it.

@@ -23,6 +23,9 @@ type Candidates struct {
 	// DF estimates, for each term of the request the index was asked for,
 	// how many items of the archive hold it.
 	DF map[string]float64
+	// Carry is the fold's carry: the rarity of specific things that
+	// stands now, by which the view weighs the candidates again.
+	Carry Carry
 }
 
 // The bounds of a candidate selection.
@@ -64,30 +67,33 @@ var StandingScans = func() []Scan {
 const RecentList = 3 * int(TierContext)
 
 // Standing are the answers to StandingScans: the candidates of a view that
-// no query picks, for an archive of Total items.
+// no query picks, for an archive of Total items, with the fold's Carry.
 type Standing struct {
 	Total  int
 	Recent []Item
 	Tiers  [TierContext][]Item
+	Carry  Carry
 }
 
 // NewStanding returns the standing candidates of an archive of total
-// items from lists, the answers to StandingScans.
-func NewStanding(total int, lists [][]Item) *Standing {
-	s := &Standing{Total: total, Recent: lists[RecentList]}
+// items, whose fold carries carry, from lists, the answers to
+// StandingScans.
+func NewStanding(total int, carry Carry, lists [][]Item) *Standing {
+	s := &Standing{Total: total, Recent: lists[RecentList], Carry: carry}
 	for t := range TierContext {
 		s.Tiers[t] = MergeCandidates(lists[3*int(t)], lists[3*int(t)+1], lists[3*int(t)+2])
 	}
 	return s
 }
 
-// ReadStanding reads the standing candidates of an archive of total items.
-func ReadStanding(ctx context.Context, ix Index, total int) (*Standing, error) {
+// ReadStanding reads the standing candidates of an archive of total items
+// whose fold carries carry.
+func ReadStanding(ctx context.Context, ix Index, total int, carry Carry) (*Standing, error) {
 	lists, err := ix.Scan(ctx, StandingScans)
 	if err != nil {
 		return nil, err
 	}
-	return NewStanding(total, lists), nil
+	return NewStanding(total, carry, lists), nil
 }
 
 // QueryScans returns the scans of the candidates query q picks: for each
@@ -116,7 +122,7 @@ func (s *Standing) Query(request string) *Query { return NewQuery(request, s.Rec
 // answers to QueryScans(q).
 func (s *Standing) With(q *Query, picked [][]Item) *Candidates {
 	c := &Candidates{Total: s.Total, Recent: s.Recent, Tiers: s.Tiers, Relevant: MergeCandidates(picked...),
-		DF: make(map[string]float64, len(q.scanned))}
+		DF: make(map[string]float64, len(q.scanned)), Carry: s.Carry}
 	newest := 0
 	if len(s.Recent) > 0 {
 		newest = s.Recent[0].Index
@@ -211,19 +217,20 @@ func (c *Candidates) AddNeighbours(more [][]Item) {
 }
 
 // ReadCandidates reads the candidates of a view for request from an
-// archive of total items, and returns them with the query.
-func ReadCandidates(ctx context.Context, ix Index, total int, request string) (*Candidates, *Query, error) {
-	s, err := ReadStanding(ctx, ix, total)
+// archive of total items whose fold carries carry, and returns them with
+// the query.
+func ReadCandidates(ctx context.Context, ix Index, total int, carry Carry, request string) (*Candidates, *Query, error) {
+	s, err := ReadStanding(ctx, ix, total, carry)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s.Candidates(ctx, ix, request)
 }
 
-// Candidates reads the candidates for request from the archive held in
-// memory.
-func (a *Archive) Candidates(request string) (*Candidates, *Query) {
-	c, q, err := ReadCandidates(context.Background(), a, a.Len(), request)
+// Candidates reads the candidates for request from the archive s holds in
+// memory (a state the pure fold folded).
+func (s *State) Candidates(request string) (*Candidates, *Query) {
+	c, q, err := ReadCandidates(context.Background(), s.Archive, s.Archive.Len(), s.Carry, request)
 	if err != nil {
 		panic(err) // an archive in memory answers every scan
 	}
@@ -246,7 +253,7 @@ func (c *Candidates) Before(before int) *Candidates {
 	keep := func(items []Item) []Item {
 		return slices.DeleteFunc(slices.Clone(items), func(it Item) bool { return it.Index >= before })
 	}
-	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant), DF: c.DF}
+	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant), DF: c.DF, Carry: c.Carry}
 	for t := range c.Tiers {
 		out.Tiers[t] = keep(c.Tiers[t])
 	}

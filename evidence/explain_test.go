@@ -19,7 +19,7 @@ func explainFolded(tb testing.TB, history []checkpoint.Message, maxTokens int) (
 		tb.Fatalf("Fold: %v", err)
 	}
 	request := history[NewestRequest(history)]
-	c, q := s.Archive.Candidates(RequestText(&request))
+	c, q := s.Candidates(RequestText(&request))
 	return s.Archive, ExplainView(c, q, maxTokens), SelectView(c, q, maxTokens)
 }
 

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/recallhq/recall/checkpoint"
 )
@@ -38,6 +39,10 @@ func (c *Config) StateOf(rec *Record) (State, error) {
 	if s.Cursor == 0 {
 		s.PrefixDigest = checkpoint.ChainStart()
 	}
+	var err error
+	if s.Carry, err = UnmarshalCarry(rec.Carry); err != nil {
+		return State{}, fmt.Errorf("decode the fold's carry: %w", err)
+	}
 	return s, nil
 }
 
@@ -65,7 +70,7 @@ func (e *Extraction) Add(ctx context.Context, msgs []checkpoint.Message, prefix 
 		}
 	} else {
 		var err error
-		e.count, err = AddToArchive(ctx, e.archive, ExtractItems(msgs, s.Cursor, &e.cfg), e.count, e.cfg.MaxArchiveEntries)
+		e.count, err = AddToArchive(ctx, e.archive, ExtractItems(msgs, s.Cursor, &s.Carry, &e.cfg), e.count, e.cfg.MaxArchiveEntries)
 		if err != nil {
 			return err
 		}
@@ -87,7 +92,7 @@ func (e *Extraction) Finish(ctx context.Context, request *checkpoint.Message) (S
 		return s, e.count, nil
 	}
 	if e.cfg.Profile != ProfileSeed {
-		c, q, err := ReadCandidates(ctx, e.archive, e.count, RequestText(request))
+		c, q, err := ReadCandidates(ctx, e.archive, e.count, s.Carry, RequestText(request))
 		if err != nil {
 			return State{}, 0, err
 		}

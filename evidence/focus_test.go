@@ -103,7 +103,7 @@ func TestTiers(t *testing.T) {
 	for _, tt := range tests {
 		// Late in a conversation: no early points.
 		items := []Item{{Entry: Entry{Role: tt.role, Index: 500, Excerpt: tt.text}, Bucket: focusClassifier.Classify(tt.text)}}
-		scoreItems(items)
+		scoreItems(items, nil)
 		if got := items[0].Tier; got != tt.want {
 			t.Errorf("%s %q: tier %d, want %d (weight %d)", tt.role, tt.text, got, tt.want, items[0].Weight)
 		}
@@ -121,7 +121,7 @@ func TestWeights(t *testing.T) {
 		for i, text := range texts {
 			items[i] = Item{Entry: Entry{Role: role, Excerpt: text}, Bucket: focusClassifier.Classify(text)}
 		}
-		scoreItems(items)
+		scoreItems(items, nil)
 		w := make([]int, len(items))
 		for i := range items {
 			w[i] = items[i].Weight
@@ -146,8 +146,8 @@ func TestWeights(t *testing.T) {
 	}
 	// The same sentence early in a conversation weighs more than late.
 	early := []Item{{Entry: Entry{Role: checkpoint.RoleUser, Index: 2, Excerpt: "Budget is 4k."}}, {Entry: Entry{Role: checkpoint.RoleUser, Index: 150, Excerpt: "Budget is 4k."}}}
-	scoreItems(early[:1])
-	scoreItems(early[1:])
+	scoreItems(early[:1], nil)
+	scoreItems(early[1:], nil)
 	if early[0].Weight <= early[1].Weight {
 		t.Errorf("weights early and late = %d, %d; want the early one heavier", early[0].Weight, early[1].Weight)
 	}

@@ -18,8 +18,9 @@ type Query struct {
 	// (QueryScans), at most MaxQueryTerms of them, in that order.
 	scanned []string
 	// asks reports that the request asks for something (a question): its
-	// view is chosen relevance first.
-	asks   bool
+	// view is chosen relevance first; when, that it asks when something
+	// happened: its entries are shown with their dates.
+	asks, when bool
 	window map[windowKey]bool
 }
 
@@ -33,6 +34,7 @@ const MaxQueryTerms = 24
 // WindowItems count).
 func NewQuery(request string, window []Item) *Query {
 	q := &Query{request: Terms(request), asks: asks(request), window: make(map[windowKey]bool)}
+	q.when = q.asks && asksWhen(request)
 	var terms []string
 	for i := range window[:min(len(window), WindowItems)] {
 		it := &window[i]
@@ -70,3 +72,39 @@ func asks(request string) bool {
 	segs := Segment(request)
 	return len(segs) == 1 && question(request[segs[0][0]:segs[0][1]])
 }
+
+// asksWhen reports whether a question asks when something happened: "when
+// did…", "what year…", "wann…", "いつ…".
+func asksWhen(question string) bool {
+	words := splitWords(question, nil)
+	for i, w := range words {
+		if whenWords[w] || i+1 < len(words) && whenPhrases[w+" "+words[i+1]] {
+			return true
+		}
+		if hasUnspaced(w) && containsAny(w, unspacedWhen) {
+			return true
+		}
+	}
+	return false
+}
+
+var whenWords = map[string]bool{"when": true, "wann": true, "quand": true, "cuándo": true, "cuando": true, "quando": true,
+	"wanneer": true, "när": true, "когда": true}
+
+var whenPhrases = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, first := range []string{"what", "which"} {
+		for _, unit := range []string{"year", "month", "day", "date", "time", "week"} {
+			m[first+" "+unit] = true
+		}
+	}
+	m["how long"] = true
+	m["ne zaman"] = true
+	m["welches datum"] = true
+	m["quelle date"] = true
+	m["qué día"] = true
+	m["que dia"] = true
+	return m
+}()
+
+var unspacedWhen = []string{"いつ", "何時", "何日", "什么时候", "何时", "幾時", "언제", "며칠"}

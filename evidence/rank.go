@@ -39,7 +39,7 @@ const (
 // rankRelevant orders the relevant candidates that are not in the query's
 // window by how well they match the request, then the window; best first,
 // newer first on ties.
-func rankRelevant(c *Candidates, q *Query) ([]*Item, []float64) {
+func rankRelevant(c *Candidates, q *Query, rare *rarity) ([]*Item, []float64) {
 	total := float64(max(c.Total, 1))
 	idf := c.idf(q)
 	windowDF := make(map[string]int, len(q.windowOnly))
@@ -92,7 +92,7 @@ func rankRelevant(c *Candidates, q *Query) ([]*Item, []float64) {
 		if sc.request == 0 && sc.window == 0 {
 			continue
 		}
-		f := 1 + float64(it.Weight)/relevantWeightScale
+		f := 1 + float64(weighNow(it, rare))/relevantWeightScale
 		if question(it.Excerpt) {
 			f *= questionShare
 		}

@@ -29,6 +29,9 @@ type Record struct {
 	// View is the focus view's entries in priority order, as JSON
 	// ([]Shown); nil in the seed profile.
 	View []byte
+	// Carry is the focus fold's carry (MarshalCarry); nil in the seed
+	// profile and before the first extraction.
+	Carry []byte
 }
 
 // emptyBody is the body of a conversation with no evidence.

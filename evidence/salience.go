@@ -82,17 +82,23 @@ const (
 const MaxWeight = 10000
 
 // scoreItems sets the tier and weight of the items of one message, which
-// are all of its items: a sentence's own salience, less perRankPenalty for
-// each sentence of the message that scores better.
-func scoreItems(items []Item) {
+// are all of its items: a sentence's own salience (the specific things it
+// names weighed by how rare each kind is in the conversation so far, rare),
+// less perRankPenalty for each sentence of the message that scores better.
+func scoreItems(items []Item, rare *rarity) {
 	order := make([]int, len(items))
 	scores := make([]int, len(items))
 	proposals := make([]bool, len(items))
 	frags := make([]int, len(items))
+	names := make([]named, len(items))
+	specific := make([]int, len(items))
 	for i := range items {
 		order[i] = i
 		var c cues
+		names[i] = specifics(items[i].Excerpt)
+		specific[i] = rare.points(names[i])
 		scores[i], c = salience(items[i].Role, items[i].Bucket, items[i].Excerpt)
+		scores[i] += specific[i]
 		// A conversation's first messages set it up: who, what, where,
 		// the limits. What they say weighs a little more.
 		scores[i] += max(0, earlyPoints-earlyPoints*items[i].Index/earlyMessages)
@@ -106,22 +112,30 @@ func scoreItems(items []Item) {
 	for rank, i := range order {
 		s := scores[i] - perRankPenalty*rank
 		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s+frags[i], proposals[i])
-		// The weight is the score for the room the entry takes.
-		w := s * densityScale / (len(items[i].Excerpt) + densityFrame)
-		if items[i].Role == checkpoint.RoleAssistant && !proposals[i] {
-			// The assistant's facts are what it proposed and the user
-			// took; the rest of what it says restates, explains or asks.
-			w /= assistantPlainDivisor
-		}
-		items[i].Weight = max(0, min(MaxWeight, w))
+		// The assistant's facts are what it proposed and the user took;
+		// the rest of what it says restates, explains or asks.
+		plain := items[i].Role == checkpoint.RoleAssistant && !proposals[i]
+		items[i].Weight = weightOf(s, len(items[i].Excerpt), plain)
+		items[i].Traits = packTraits(names[i], specific[i], plain)
 	}
+}
+
+// weightOf returns the weight of an entry of n bytes whose score is s: the
+// score for the room the entry takes, divided for an assistant's sentence
+// that proposes nothing (plain), within [0, MaxWeight].
+func weightOf(s, n int, plain bool) int {
+	w := s * densityScale / (n + densityFrame)
+	if plain {
+		w /= assistantPlainDivisor
+	}
+	return max(0, min(MaxWeight, w))
 }
 
 // tierOf ranks an entry by its role, bucket and score.
 func tierOf(role checkpoint.Role, b Bucket, text string, score int, proposal bool) Tier {
 	switch role {
 	case checkpoint.RoleUser:
-		st := statement(text)
+		st := statement(text) || b == Constraints && !question(text)
 		switch {
 		case st && score >= keyScore:
 			return TierUserKey
@@ -139,14 +153,10 @@ func tierOf(role checkpoint.Role, b Bucket, text string, score int, proposal boo
 }
 
 // salience scores how much text, one sentence, looks like a fact worth
-// keeping, and returns the cues it read.
+// keeping, besides the specific things it names (rarity.go), and returns
+// the cues it read.
 func salience(role checkpoint.Role, b Bucket, text string) (int, cues) {
-	n := specifics(text)
 	s := 0
-	for i, p := 0, specificPoints0; i < n; i++ {
-		s += p
-		p = max(2, p-specificStep)
-	}
 	switch b {
 	case Constraints, Decisions:
 		s += keywordPoints
@@ -164,7 +174,10 @@ func salience(role checkpoint.Role, b Bucket, text string) (int, cues) {
 		s += keywordPoints
 	}
 	if role == checkpoint.RoleUser {
-		if c.requesting || question(text) {
+		// "Please never…", "please keep them out of it, they only…": a
+		// request that states a rule or a limit is the user's standing
+		// instruction, not a request of the moment.
+		if c.requesting && b != Constraints || question(text) {
 			s -= questionPenalty
 		}
 		if c.addressing {
@@ -336,13 +349,15 @@ func header(text string) bool {
 	return letters >= 8 && upper == letters
 }
 
-// specifics counts the specific things text names: words with a digit,
-// acronyms, capitalised words that do not open the sentence (names; "I"
-// and its contractions aside), identifiers (words joined by "_", "/", "@"
-// or "."), days and months, and in text written without spaces the runs of
-// digits, of Latin capitals and of numerals.
-func specifics(text string) int {
-	n, first := 0, true
+// specifics counts, by kind, the specific things text names: words with a
+// digit (numbers), acronyms and capitalised words that do not open the
+// sentence (names; "I" and its contractions aside), identifiers (words
+// joined by "_", "/", "@" or "."), days and months (dates), and in text
+// written without spaces the runs of digits (numbers) and of Latin
+// capitals (names).
+func specifics(text string) named {
+	var n named
+	first := true
 	for i := 0; i < len(text); {
 		start, end := nextWord(text, i)
 		if start < 0 {
@@ -360,7 +375,9 @@ func specifics(text string) int {
 		i = end
 		w := text[start:end]
 		if hasUnspaced(w) {
-			n += specificRuns(w)
+			digits, capitals := specificRuns(w)
+			n[kindNumber] += digits
+			n[kindName] += capitals
 			first = false
 			continue
 		}
@@ -377,11 +394,15 @@ func specifics(text string) int {
 		}
 		r, _ := utf8.DecodeRuneInString(w)
 		switch {
-		case digit, joined,
-			upper >= 2 && upper == countLetters(w), // "EU", "SAP"
-			!first && unicode.IsUpper(r) && !pronounI(w),
-			calendarWords[normaliseWord(w)]:
-			n++
+		case joined:
+			n[kindID]++
+		case digit:
+			n[kindNumber]++
+		case upper >= 2 && upper == countLetters(w), // "EU", "SAP"
+			!first && unicode.IsUpper(r) && !pronounI(w):
+			n[kindName]++
+		case calendarWords[normaliseWord(w)]:
+			n[kindDate]++
 		}
 		first = false
 	}

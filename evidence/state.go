@@ -22,6 +22,10 @@ type Entry struct {
 	// profile's entries have one, the seed profile's do not (zero, left out
 	// of JSON).
 	Span Span `json:"span,omitzero"`
+	// Date is the date the history last named at or before the entry's
+	// message (dates.go), as it was written; the focus view shows it with
+	// the entries that answer a question, and leaves it out otherwise.
+	Date string `json:"date,omitempty"`
 }
 
 // Buckets holds the entries of the four buckets, oldest first.
@@ -81,6 +85,9 @@ type State struct {
 	// Archive is the focus profile's archive, when the state was folded in
 	// memory (Fold); the service keeps it in Postgres instead.
 	Archive *Archive `json:"-"`
+	// Carry is what the focus fold carries from one message to the next
+	// besides the archive (rarity.go).
+	Carry Carry `json:"-"`
 }
 
 // NewState returns the state of a conversation with nothing summarised.

@@ -89,7 +89,7 @@ func TestCorrectionRules(t *testing.T) {
 			if strings.Contains(tc.name, "same message") {
 				msgs = []checkpoint.Message{checkpointtest.User("m0", tc.older+"\n"+tc.newer)}
 			}
-			items := ExtractItems(msgs, 0, nil)
+			items := ExtractItems(msgs, 0, nil, nil)
 			if len(items) != 2 {
 				t.Fatalf("got %d items, want 2", len(items))
 			}
@@ -119,7 +119,7 @@ func TestCorrectionRareInItsScript(t *testing.T) {
 		msgs = append(msgs, checkpointtest.User(fmt.Sprintf("e%d", i), fmt.Sprintf("Checklist item %d is done and signed off.", i)))
 	}
 	msgs = append(msgs, checkpointtest.User("last", "कल 90 से ज़्यादा मेहमान आए।"))
-	items := ExtractItems(msgs, 0, nil)
+	items := ExtractItems(msgs, 0, nil, nil)
 	c := newCorrections(pointers(items))
 	if by := c.by(&items[0]); by != nil {
 		t.Errorf("%q superseded by %q", items[0].Excerpt, by.Excerpt)

@@ -77,8 +77,9 @@ func SelectView(c *Candidates, q *Query, maxTokens int) View {
 // considered and what it showed (explain.go).
 func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 	var classes [numClasses][]*Item
-	classes[classUser] = bySalience(c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
-	rel, scores := rankRelevant(c, q)
+	rare := c.Carry.rarity()
+	classes[classUser] = bySalience(&rare, c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
+	rel, scores := rankRelevant(c, q, &rare)
 	for i, it := range rel {
 		if q.asks && scores[i] >= answerScore {
 			classes[classAnswer] = append(classes[classAnswer], it)
@@ -86,7 +87,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 			classes[classRelevant] = append(classes[classRelevant], it)
 		}
 	}
-	classes[classAssistant] = bySalience(c.Tiers[TierAssistantRule])
+	classes[classAssistant] = bySalience(&rare, c.Tiers[TierAssistantRule])
 	classes[classRecent] = pointers(c.Recent)
 	// What a newer candidate corrects is not shown.
 	var all []*Item
@@ -107,6 +108,16 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 	var count [numBuckets]int
 	shown := make(map[windowKey]bool)
 	order := []Shown{}
+	// An entry's date is shown when the request asks when something
+	// happened ("when did she start the pottery class?"); other views
+	// spend the room on more entries instead.
+	entryOf := func(it *Item) Entry {
+		e := it.Entry
+		if !q.when {
+			e.Date = ""
+		}
+		return e
+	}
 	add := func(it *Item, cost int) bool {
 		k := windowKey{it.Index, it.Span[0]}
 		if count[it.Bucket] > 0 {
@@ -118,14 +129,15 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 		shown[k] = true
 		used += cost
 		count[it.Bucket]++
-		order = append(order, Shown{Bucket: it.Bucket, Entry: it.Entry})
+		order = append(order, Shown{Bucket: it.Bucket, Entry: entryOf(it)})
 		return true
 	}
 	costs := make(map[*Item]int)
 	costOf := func(it *Item) int {
 		n, ok := costs[it]
 		if !ok {
-			n = modelLineLen(&it.Entry)
+			e := entryOf(it)
+			n = modelLineLen(&e)
 			costs[it] = n
 		}
 		return n
@@ -196,14 +208,19 @@ func pointers(items []Item) []*Item {
 }
 
 // bySalience orders the candidates of tiers by weight (their salience for
-// the room they take), the oldest first among equals.
-func bySalience(tiers ...[]Item) []*Item {
+// the room they take, weighed by rare, the rarity that stands now), the
+// oldest first among equals.
+func bySalience(rare *rarity, tiers ...[]Item) []*Item {
 	var out []*Item
 	for _, t := range tiers {
 		out = append(out, pointers(t)...)
 	}
+	w := make(map[*Item]int, len(out))
+	for _, it := range out {
+		w[it] = weighNow(it, rare)
+	}
 	slices.SortStableFunc(out, func(x, y *Item) int {
-		if c := cmp.Compare(y.Weight, x.Weight); c != 0 {
+		if c := cmp.Compare(w[y], w[x]); c != 0 {
 			return c
 		}
 		if x.Newer(y) {

@@ -26,7 +26,7 @@ func BenchmarkSelectView(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, q := s.Archive.Candidates("budget for the caterer and Kemal42")
+	c, q := s.Candidates("budget for the caterer and Kemal42")
 	b.Logf("archive %d, candidates: relevant %d, tiers %d %d %d %d", s.Archive.Len(), len(c.Relevant), len(c.Tiers[0]), len(c.Tiers[1]), len(c.Tiers[2]), len(c.Tiers[3]))
 	b.ReportAllocs()
 	for b.Loop() {

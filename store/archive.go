@@ -210,6 +210,7 @@ func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.It
 	roles, terms, hashes := make([]string, n), make([]string, n), make([]string, n)
 	ids, excerpts := make([][]byte, n), make([][]byte, n)
 	truncated := make([]bool, n)
+	traits, dates := make([]int32, n), make([]*string, n)
 	buckets, tiers, weights := make([]int16, n), make([]int16, n), make([]int16, n)
 	var hb []byte
 	for i := range items {
@@ -217,6 +218,10 @@ func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.It
 		idx[i], start[i], end[i] = int32(it.Index), int32(it.Span[0]), int32(it.Span[1])
 		roles[i], ids[i], excerpts[i], truncated[i] = string(it.Role), []byte(it.MessageID), []byte(it.Excerpt), it.Truncated
 		keys[i] = keyHash(it.Key)
+		traits[i] = int32(it.Traits)
+		if it.Date != "" {
+			dates[i] = &it.Date
+		}
 		buckets[i], tiers[i], weights[i] = int16(it.Bucket), int16(it.Tier), int16(it.Weight)
 		terms[i] = strings.Join(it.Terms, " ")
 		hb = hb[:0]
@@ -230,22 +235,26 @@ func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.It
 	}
 	b.Queue(`
 INSERT INTO recall_archive (user_id, conversation_id, idx, span_start, span_end, role, message_id, excerpt,
-    truncated, bucket, tier, weight, key_hash, terms, term_hashes)
+    truncated, bucket, tier, weight, key_hash, terms, term_hashes, traits, date)
 SELECT $1, $2, t.idx, t.s, t.e, t.role, t.id, t.excerpt, t.truncated, t.bucket, t.tier, t.weight, t.key_hash,
-    string_to_array(t.terms, ' '), string_to_array(t.hashes, ' ')::bigint[]
+    string_to_array(t.terms, ' '), string_to_array(t.hashes, ' ')::bigint[], t.traits, t.date
 FROM unnest($3::int[], $4::int[], $5::int[], $6::text[], $7::bytea[], $8::bytea[], $9::bool[], $10::int2[],
-    $11::int2[], $12::int2[], $13::int8[], $14::text[], $15::text[])
-    AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, weight, key_hash, terms, hashes)`,
-		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys, terms, hashes)
+    $11::int2[], $12::int2[], $13::int8[], $14::text[], $15::text[], $16::int4[], $17::text[])
+    AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, weight, key_hash, terms, hashes, traits, date)`,
+		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys, terms, hashes, traits, dates)
 }
 
-const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, weight, array_to_string(terms, ' ')`
+const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, weight, array_to_string(terms, ' '), traits, date`
 
 // candidates returns the candidates of a view for request (a request's or a
 // search's text) and the query, as evidence.ReadCandidates reads them, from
 // the archive of count items.
-func candidates(ctx context.Context, db querier, userID, conversationID, request string, count int) (*evidence.Candidates, *evidence.Query, error) {
-	return evidence.ReadCandidates(ctx, &archive{db: db, userID: userID, conversationID: conversationID, count: count}, count, request)
+func candidates(ctx context.Context, db querier, rec *evidence.Record, request string, count int) (*evidence.Candidates, *evidence.Query, error) {
+	carry, err := evidence.UnmarshalCarry(rec.Carry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode the fold's carry: %w", err)
+	}
+	return evidence.ReadCandidates(ctx, &archive{db: db, userID: rec.UserID, conversationID: rec.ConversationID, count: count}, count, carry, request)
 }
 
 // smallArchive is the size up to which an archive is read whole
@@ -279,12 +288,17 @@ func scanRows(rows pgx.Rows) (map[int][]evidence.Item, error) {
 		var role, terms string
 		var id, excerpt []byte
 		var bucket, tier, weight int16
+		var traits int32
+		var date *string
 		var list int
-		if err := rows.Scan(&it.Index, &it.Span[0], &it.Span[1], &role, &id, &excerpt, &it.Truncated, &bucket, &tier, &weight, &terms, &list); err != nil {
+		if err := rows.Scan(&it.Index, &it.Span[0], &it.Span[1], &role, &id, &excerpt, &it.Truncated, &bucket, &tier, &weight, &terms, &traits, &date, &list); err != nil {
 			return nil, fmt.Errorf("read archive: %w", err)
 		}
 		it.Role, it.MessageID, it.Excerpt = checkpoint.Role(role), string(id), string(excerpt)
-		it.Bucket, it.Tier, it.Weight = evidence.Bucket(bucket), evidence.Tier(tier), int(weight)
+		it.Bucket, it.Tier, it.Weight, it.Traits = evidence.Bucket(bucket), evidence.Tier(tier), int(weight), evidence.Traits(traits)
+		if date != nil {
+			it.Date = *date
+		}
 		// The terms come joined by spaces, which no term holds (they were
 		// stored split at spaces): one string decodes at a fraction of the
 		// cost of a text[].
@@ -345,7 +359,11 @@ func (s *Store) SearchBefore(ctx context.Context, userID, conversationID, query 
 			return nil // no focus view: the stored evidence is the answer
 		}
 		ix := &archive{db: tx, userID: userID, conversationID: conversationID, count: count}
-		standing, err := evidence.ReadStanding(ctx, ix, count)
+		carry, err := evidence.UnmarshalCarry(rec.Carry)
+		if err != nil {
+			return fmt.Errorf("decode the fold's carry: %w", err)
+		}
+		standing, err := evidence.ReadStanding(ctx, ix, count, carry)
 		if err != nil {
 			return err
 		}

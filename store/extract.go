@@ -62,13 +62,13 @@ func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID s
 	var first pendingChunk
 	b := &pgx.Batch{}
 	b.Queue(`
-SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at, archive_count
+SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at, archive_count, carry
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID)
 	b.Queue(firstChunkSQL, userID, conversationID, string(checkpoint.RoleUser), s.extractChunk, extractChunkBytes)
 	br := tx.SendBatch(ctx, b)
-	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount)
+	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount, &row.carry)
 	if err == nil || errors.Is(err, pgx.ErrNoRows) {
 		var merr error
 		if newest, first, merr = scanFirstChunk(br); merr != nil {
@@ -147,9 +147,12 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 	if err != nil {
 		return ExtractResult{}, err
 	}
-	var view []byte
+	var view, carry []byte
 	if state.Shown != nil {
 		if view, err = encodeView(state.Shown); err != nil {
+			return ExtractResult{}, err
+		}
+		if carry, err = evidence.MarshalCarry(&state.Carry); err != nil {
 			return ExtractResult{}, err
 		}
 	}
@@ -159,9 +162,9 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 	b.Queue(`
 UPDATE recall_conversation
 SET version = $3, "cursor" = $4, prefix_digest = $5, body = $6, updated_at = now(), extract_requested_at = NULL,
-    archive_count = $7, view = $8
+    archive_count = $7, view = $8, carry = $9
 WHERE user_id = $1 AND conversation_id = $2`,
-		userID, conversationID, state.Version, state.Cursor, state.PrefixDigest[:], body, archiveCount, view)
+		userID, conversationID, state.Version, state.Cursor, state.PrefixDigest[:], body, archiveCount, view, carry)
 	// Messages below the old cursor are gone already: deleting the range
 	// keeps the index scan off the dead entries earlier extractions left
 	// (until vacuum), so a turn costs the same at message 10 and 10,000.

@@ -84,7 +84,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`, rec.UserID, rec.Conve
 		return nil, fmt.Errorf("read the held request: %w", err)
 	}
 	request := heldMessage(checkpoint.Role(role), evidential, string(id), string(text))
-	c, q, err := candidates(ctx, tx, rec.UserID, rec.ConversationID, evidence.RequestText(&request), count)
+	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(&request), count)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func TestInspect(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := evidence.NewestRequest(msgs)
-			c, q := want.Archive.Candidates(evidence.RequestText(&msgs[k]))
+			c, q := want.Candidates(evidence.RequestText(&msgs[k]))
 			x := evidence.ExplainView(c, q, evidence.DefaultMaxTokens)
 
 			var got []evidence.InspectedEntry

@@ -183,7 +183,7 @@ func (c *itemCache) forget(userID, conversationID string) {
 }
 
 const conversationRow = `
-SELECT version, "cursor", message_count, prefix_digest, body, view, updated_at, archive_count, xmin::text::bigint
+SELECT version, "cursor", message_count, prefix_digest, body, view, updated_at, archive_count, xmin::text::bigint, carry
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2 AND deleted_at IS NULL`
 
@@ -194,7 +194,7 @@ func scanConversation(row pgx.Row, rec *evidence.Record) (stamp rowStamp, count 
 	var prefix []byte
 	var updated *time.Time
 	var xmin int64
-	err = row.Scan(&rec.Version, &rec.Cursor, &rec.MessageCount, &prefix, &rec.Body, &rec.View, &updated, &count, &xmin)
+	err = row.Scan(&rec.Version, &rec.Cursor, &rec.MessageCount, &prefix, &rec.Body, &rec.View, &updated, &count, &xmin, &rec.Carry)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return stamp, 0, false, nil
 	}

@@ -193,13 +193,15 @@ type convRow struct {
 	body        []byte
 	deleted     bool
 	requestedAt *time.Time
-	// archiveCount is the size of the focus profile's archive.
+	// archiveCount is the size of the focus profile's archive; carry the
+	// focus fold's carry.
 	archiveCount int
+	carry        []byte
 }
 
 func (r *convRow) record(userID, conversationID string) evidence.Record {
 	return evidence.Record{UserID: userID, ConversationID: conversationID, Version: r.version,
-		Cursor: r.cursor, MessageCount: r.count, PrefixDigest: r.prefix, Body: r.body}
+		Cursor: r.cursor, MessageCount: r.count, PrefixDigest: r.prefix, Body: r.body, Carry: r.carry}
 }
 
 // DeleteConversation deletes a conversation's evidence and every message
@@ -224,7 +226,7 @@ func deleteLocked(ctx context.Context, tx pgx.Tx, userID, conversationID string)
 	b.Queue(`
 UPDATE recall_conversation
 SET deleted_at = coalesce(deleted_at, now()), version = 0, "cursor" = 0, message_count = 0,
-    prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL, archive_count = 0, view = NULL
+    prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL, archive_count = 0, view = NULL, carry = NULL
 WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID, start[:])
 	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
 	b.Queue(`DELETE FROM recall_archive WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
