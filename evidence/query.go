@@ -21,7 +21,7 @@ type Query struct {
 	// view is chosen relevance first; when, that it asks when something
 	// happened: its entries are shown with their dates.
 	asks, when bool
-	window map[windowKey]bool
+	window     map[windowKey]bool
 }
 
 // MaxQueryTerms bounds the request's terms the index is asked for one by
