@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/recallhq/recall/testutil/contexttest"
+	"github.com/recallhq/recall/internal/contextload"
 )
 
 // The context benchmarks post the same 1 MB body (a 200-message checkpoint
@@ -20,7 +20,7 @@ func BenchmarkContextEndpoint(b *testing.B) {
 	s, _ := fold(b, history)
 	bb.src.set(recordOf("u-42", "c-7", &s))
 	tok := userToken(b, "u-42")
-	body := string(contexttest.Body())
+	body := string(contextload.Body())
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		w := post(b, bb.h, contextPath, tok, body)
@@ -31,8 +31,8 @@ func BenchmarkContextEndpoint(b *testing.B) {
 }
 
 func BenchmarkContextBaseline(b *testing.B) {
-	h := contexttest.EchoHandler()
-	body := contexttest.Body()
+	h := contextload.EchoHandler()
+	body := contextload.Body()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		r := httptest.NewRequest(http.MethodPost, contextPath, bytes.NewReader(body))

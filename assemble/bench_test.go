@@ -8,11 +8,11 @@ import (
 	"github.com/recallhq/recall/assemble"
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/testutil/contexttest"
+	"github.com/recallhq/recall/internal/contextload"
 )
 
 func BenchmarkBuild(b *testing.B) {
-	raw := contexttest.Checkpoint()
+	raw := contextload.Checkpoint()
 	msgs, err := checkpoint.DecodeMessages(raw)
 	if err != nil {
 		b.Fatal(err)
@@ -42,7 +42,7 @@ func BenchmarkBuild(b *testing.B) {
 // BenchmarkDecodeAndBuild adds decoding the request body, as the endpoint
 // and the command do.
 func BenchmarkDecodeAndBuild(b *testing.B) {
-	body := []byte(`{"system":"You are a careful bookkeeping assistant.","messages":` + string(contexttest.Checkpoint()) + `}`)
+	body := []byte(`{"system":"You are a careful bookkeeping assistant.","messages":` + string(contextload.Checkpoint()) + `}`)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		d, err := assemble.DecodeBody(body)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/assemble"
-	"github.com/recallhq/recall/testutil/contexttest"
+	"github.com/recallhq/recall/internal/contextload"
 )
 
 // contextScenario is scenario 7: assembling the prompt of a model call from
@@ -21,7 +21,7 @@ import (
 // from the store, decoding, assembly, metrics) beside a bare handler that
 // only decodes the same body and writes it back, in alternating rounds.
 func (e *env) contextScenario(ctx context.Context, res *Result) error {
-	body := contexttest.Body()
+	body := contextload.Body()
 	res.ContextBodyBytes = len(body)
 	decoded, err := assemble.DecodeBody(body)
 	if err != nil {
@@ -85,12 +85,12 @@ func (e *env) contextScenario(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// startBaselineContext serves the bare handler (contexttest.EchoHandler:
+// startBaselineContext serves the bare handler (contextload.EchoHandler:
 // read the body, decode it as JSON, encode it again and write it) with the
 // API's server settings.
 func startBaselineContext() (*http.Server, error) {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/users/{user_id}/conversations/{conversation_id}/context", contexttest.EchoHandler())
+	mux.Handle("POST /v1/users/{user_id}/conversations/{conversation_id}/context", contextload.EchoHandler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

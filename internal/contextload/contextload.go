@@ -1,7 +1,9 @@
-// Package contexttest builds the large checkpoint that the context
-// assembly benchmarks share: package assemble's, the API's and recall
-// bench's.
-package contexttest
+// Package contextload is the workload of the context assembly
+// measurements: a large checkpoint, the request body around it and the
+// bare handler the endpoint is measured against. recall bench (scenario 7)
+// and the Go benchmarks of packages assemble and api share it, so it is
+// shipped code, not test support: it imports only the standard library.
+package contextload
 
 import (
 	"encoding/json"
