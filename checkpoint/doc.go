@@ -8,7 +8,9 @@
 // their SHA-256 chain ([Message.Digest], [Chain], [PrefixDigest]), and
 // decides how an event relates to what recall holds ([DecideLineage]). It
 // also names the outcomes of an event ([Outcome]), the reasons an event is
-// rejected ([Reason]) and the limits it is held to ([Limits]).
+// rejected ([Reason]) and the limits it is held to ([Limits]), and reads
+// and writes the trace context an event carries in its NATS headers
+// ([HeaderCarrier]), so that publishers and workers share it.
 //
 // The package does no I/O and imports only the standard library and an
 // RFC 8785 library, so a client such as package publisher checks what it

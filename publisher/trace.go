@@ -3,14 +3,14 @@ package publisher
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/recallhq/recall/checkpoint"
 )
 
 // SpanPublish is the name of the span Publish, Delete and PublishEvent make
@@ -37,36 +37,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // HeaderCarrier lets OpenTelemetry propagators read and write the headers of
-// a NATS message (it implements propagation.TextMapCarrier). Keys are
-// written as given (traceparent, in lower case as W3C Trace Context spells
-// it) and read in any case, since NATS headers are case-sensitive and other
-// publishers may spell them otherwise.
-type HeaderCarrier nats.Header
-
-// Get returns the first value of key.
-func (c HeaderCarrier) Get(key string) string {
-	if v := c[key]; len(v) > 0 {
-		return v[0]
-	}
-	for k, v := range c {
-		if len(v) > 0 && strings.EqualFold(k, key) {
-			return v[0]
-		}
-	}
-	return ""
-}
-
-// Set sets key to value.
-func (c HeaderCarrier) Set(key, value string) { c[key] = []string{value} }
-
-// Keys returns the keys of the header.
-func (c HeaderCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
-}
+// a NATS message (HeaderCarrier(msg.Header)). It is the wire format's
+// [checkpoint.HeaderCarrier], through which recall's workers read the
+// traceparent header Publish writes: keys are written as given and read in
+// any case.
+type HeaderCarrier = checkpoint.HeaderCarrier
 
 // traceContext is the propagation form of events: W3C Trace Context.
 var traceContext = propagation.TraceContext{}

@@ -105,27 +105,6 @@ func TestPublishWithoutTracing(t *testing.T) {
 	}
 }
 
-// TestHeaderCarrier: keys are written as given and read in any case.
-func TestHeaderCarrier(t *testing.T) {
-	t.Parallel()
-	h := nats.Header{}
-	c := publisher.HeaderCarrier(h)
-	c.Set("traceparent", "00-a-b-01")
-	if got := h["traceparent"]; len(got) != 1 || got[0] != "00-a-b-01" {
-		t.Errorf("Set wrote %v", h)
-	}
-	h2 := publisher.HeaderCarrier(nats.Header{"Traceparent": {"x"}})
-	if got := h2.Get("traceparent"); got != "x" {
-		t.Errorf("Get(traceparent) on Traceparent = %q, want x", got)
-	}
-	if got := h2.Get("tracestate"); got != "" {
-		t.Errorf("Get(tracestate) = %q, want none", got)
-	}
-	if keys := h2.Keys(); len(keys) != 1 || keys[0] != "Traceparent" {
-		t.Errorf("Keys() = %v", keys)
-	}
-}
-
 // TestOpenTelemetryAPIOnly: the publisher depends on OpenTelemetry's API,
 // never on its SDK, exporters or contrib instrumentations, which are the
 // program's choice.

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/recallhq/recall/checkpoint"
-	"github.com/recallhq/recall/publisher"
 )
 
 // SpanBatch is the name of the span of one batch of events (one ingest
@@ -40,7 +39,7 @@ func (w *Worker) startBatch(ctx context.Context, msgs []jetstream.Msg) (context.
 	var parent trace.SpanContext
 	for _, msg := range msgs {
 		h := msg.Headers()
-		sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), publisher.HeaderCarrier(h)))
+		sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), checkpoint.HeaderCarrier(h)))
 		if !sc.IsValid() {
 			continue
 		}

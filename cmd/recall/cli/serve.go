@@ -29,7 +29,6 @@ import (
 	"github.com/recallhq/recall/internal/telemetry"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/pipeline"
-	"github.com/recallhq/recall/publisher"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/worker"
 )
@@ -390,7 +389,7 @@ func (p streamPublisher) Publish(ctx context.Context, eventID string, data []byt
 	msg := nats.NewMsg(p.subject)
 	msg.Header.Set(jetstream.MsgIDHeader, eventID)
 	// The event carries the request's trace (its span, when the API traces).
-	propagation.TraceContext{}.Inject(ctx, publisher.HeaderCarrier(msg.Header))
+	propagation.TraceContext{}.Inject(ctx, checkpoint.HeaderCarrier(msg.Header))
 	msg.Data = data
 	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(p.stream))
 	if err != nil {
