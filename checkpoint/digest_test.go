@@ -167,26 +167,16 @@ func TestCanonicalNumbersAndStrings(t *testing.T) {
 
 func TestDigestErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name      string
-		in        string
-		wantField string
-	}{
-		{name: "duplicate keys in artifact", in: `{"role":"tool","artifact":{"a":"` + marker + `","a":2}}`, wantField: "artifact"},
-		{name: "number out of range", in: `{"role":"tool","artifact":[1e400],"content":"` + marker + `"}`, wantField: "artifact"},
-		{name: "lone surrogate in content", in: `{"role":"user","content":[{"type":"text","text":"\ud800` + marker + `"}]}`, wantField: "content"},
-		{name: "duplicate keys in args", in: `{"role":"assistant","tool_calls":[{"id":"x","args":{"` + marker + `":1,"` + marker + `":1}}]}`, wantField: "tool_calls.args"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range checkpointtest.DigestErrors() {
+		t.Run(tt.Name, func(t *testing.T) {
 			t.Parallel()
-			m := checkpointtest.Decode(t, tt.in)
+			m := checkpointtest.Decode(t, tt.In)
 			_, err := m.Digest()
 			var de *checkpoint.DecodeError
-			if !errors.As(err, &de) || de.Field != tt.wantField {
-				t.Fatalf("Digest error = %v, want *DecodeError for field %q", err, tt.wantField)
+			if !errors.As(err, &de) || de.Field != tt.WantField {
+				t.Fatalf("Digest error = %v, want *DecodeError for field %q", err, tt.WantField)
 			}
-			if strings.Contains(err.Error(), marker) {
+			if strings.Contains(err.Error(), checkpointtest.Marker) {
 				t.Errorf("error %q quotes message text", err)
 			}
 			if _, err := checkpoint.Chain(checkpoint.ChainStart(), []checkpoint.Message{checkpointtest.User("u", "x"), m}); err == nil {

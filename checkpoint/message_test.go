@@ -251,7 +251,7 @@ func TestDecodeMessage(t *testing.T) {
 }
 
 // marker is message text that must never appear in an error.
-const marker = "SECRET-MARKER-7f3a"
+const marker = checkpointtest.Marker
 
 // decodeErrorTests each hold the marker somewhere, often in the offending
 // field itself.
