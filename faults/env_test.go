@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/testutil/natstest"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // cluster is one scenario's world: a database, an in-process JetStream
@@ -67,12 +67,7 @@ func newClusterAt(t *testing.T, dbURL, natsURL string, env ...string) *cluster {
 	if code := m.state.ExitCode(); code != 0 {
 		t.Fatalf("recall migrate exited %d:\n%s", code, tail(m.logPath, 20))
 	}
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	c.pool = pool
+	c.pool = pgtest.Pool(t, dbURL)
 	c.pub = newPublisher(t, natsURL)
 	c.js = c.pub.js
 	return c

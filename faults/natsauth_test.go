@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // TestDeployNATSUsers runs deploy/nats.conf (users and permissions) with a
@@ -48,9 +48,7 @@ func TestDeployNATSUsers(t *testing.T) {
 	}
 
 	dbURL := suiteCluster(t).NewDatabase(t)
-	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
+	pool := pgtest.MigratedPool(t, dbURL, store.Migrate)
 	run := startChild(t, "run", []string{"DATABASE_URL=" + dbURL, "NATS_URL=nats://recall:recall-pass-9c8b@" + addr,
 		"RECALL_JWT_SECRET=" + jwtSecret, "RECALL_HTTP_ADDR=127.0.0.1:0", "RECALL_LOG_FORMAT=json", "RECALL_NO_MIGRATE=1"}, "run")
 	run.waitLog(t, "worker consuming", 60*time.Second)
@@ -82,11 +80,6 @@ func TestDeployNATSUsers(t *testing.T) {
 		Header: nats.Header{"Nats-Msg-Id": []string{"e0"}}}); err != nil {
 		t.Fatalf("the publisher user cannot publish a checkpoint: %v", err)
 	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	v, _ := waitConverged(t, pool, []*conversation{cv}, time.Minute)
 	requireOracle(t, v)
 

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/recallhq/recall/store"
-	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // BenchmarkSearch searches a conversation whose archive holds about 6,000
@@ -16,22 +13,8 @@ import (
 // (SearchCache -1: every search reads all its candidates). recall bench's
 // scenario 6 measures the endpoint under concurrent load.
 func BenchmarkSearch(b *testing.B) {
-	dbURL := pgtest.NewDatabase(b)
-	if err := store.Migrate(b.Context(), dbURL, nil); err != nil {
-		b.Fatal(err)
-	}
-	pool, err := pgxpool.New(b.Context(), dbURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(b.Context(), `CREATE TABLE test_enqueued (user_id text, conversation_id text)`); err != nil {
-		b.Fatal(err)
-	}
-	writer, err := store.New(pool, &store.Config{Jobs: tableInserter{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := setup(b, 0)
+	pool, writer := tb.pool, tb.store
 	var h []json.RawMessage
 	for i := range 1500 {
 		role := "user"

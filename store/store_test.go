@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -29,18 +28,10 @@ type testBundle struct {
 	enqueued func() int
 }
 
-func setup(t *testing.T, window time.Duration) *testBundle {
+func setup(t testing.TB, window time.Duration) *testBundle {
 	t.Helper()
-	dbURL := pgtest.NewDatabase(t)
-	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	_, err = pool.Exec(t.Context(), `CREATE TABLE test_enqueued (user_id text, conversation_id text)`)
+	pool, _ := pgtest.NewMigratedPool(t, store.Migrate)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE test_enqueued (user_id text, conversation_id text)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,20 +284,7 @@ func TestDeleteConversation(t *testing.T) {
 // on a database that does not exist yet.
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
-	name := fmt.Sprintf("recall_test_migrate_%d", time.Now().UnixNano())
-	u, err := url.Parse(pgtest.ServerURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	missing := u.String()
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), pgtest.ServerURL())
-		if err == nil {
-			_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			conn.Close(context.Background())
-		}
-	})
+	missing := pgtest.UncreatedDatabase(t)
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() { errs <- store.Migrate(context.Background(), missing, nil) }()

@@ -124,15 +124,7 @@ func newBundle(t testing.TB, natsURL, subject, stream string) *Bundle {
 
 func newBundleOn(t testing.TB, dbURL, natsURL, subject, stream string) *Bundle {
 	t.Helper()
-	ctx := context.Background()
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.MigratedPool(t, dbURL, store.Migrate)
 	st, err := store.New(pool, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -48,11 +48,7 @@ func startUsersRun(t *testing.T) *usersRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.stop(logger) })
-	pool, err := pgxpool.New(t.Context(), cfg.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, cfg.DatabaseURL)
 	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		t.Fatal(err)
