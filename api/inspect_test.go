@@ -17,6 +17,7 @@ import (
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // inspectedText is in the fake inspection's archive only.
@@ -51,7 +52,7 @@ func (f *fakeInspector) Inspect(_ context.Context, userID, conversationID string
 type inspectBundle struct {
 	h         *api.Handler
 	inspector *fakeInspector
-	logs      *lockedBuffer
+	logs      *proctest.Buffer
 }
 
 func setupInspector(t *testing.T) *inspectBundle {
@@ -59,7 +60,7 @@ func setupInspector(t *testing.T) *inspectBundle {
 	users := newFakeUsers()
 	fillUsers(t, users)
 	src := newFakeSource()
-	logs := &lockedBuffer{}
+	logs := &proctest.Buffer{}
 	in := &fakeInspector{}
 	h, err := api.New(src, &api.Config{JWTSecret: secret, Notifier: src, Users: users, Inspector: in,
 		Rejections: &fakeRejections{rows: []api.Rejection{{ID: 7, Reason: "gap", Detail: "messages before offset 4 never arrived",

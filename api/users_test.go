@@ -22,6 +22,7 @@ import (
 	"github.com/recallhq/recall/api"
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // fakeUsers is an in-memory UserSource. Each user's records are kept
@@ -153,25 +154,7 @@ func fillUsers(t *testing.T, f *fakeUsers) {
 type usersBundle struct {
 	h     *api.Handler
 	users *fakeUsers
-	logs  *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	logs  *proctest.Buffer
 }
 
 func setupUsers(t *testing.T) *usersBundle {
@@ -179,7 +162,7 @@ func setupUsers(t *testing.T) *usersBundle {
 	users := newFakeUsers()
 	fillUsers(t, users)
 	src := newFakeSource()
-	logs := &lockedBuffer{}
+	logs := &proctest.Buffer{}
 	h, err := api.New(src, &api.Config{JWTSecret: secret, Notifier: src, Users: users,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {

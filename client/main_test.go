@@ -1,29 +1,23 @@
 package client_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats-server/v2/server"
 	"go.uber.org/goleak"
 
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // The recall under test: `recall run` (worker and API in one process), built
@@ -44,20 +38,19 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
-	dir, err := os.MkdirTemp("", "recall-client-")
+	bin, remove, err := proctest.Build()
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "recall")
-	build := exec.Command("go", "build", "-o", bin, "github.com/recallhq/recall/cmd/recall")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return 0, fmt.Errorf("go build ./cmd/recall: %w", err)
-	}
+	defer remove()
 
+	natsDir, err := os.MkdirTemp("", "recall-client-nats-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(natsDir)
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: filepath.Join(dir, "nats"), NoLog: true, NoSigs: true})
+		StoreDir: natsDir, NoLog: true, NoSigs: true})
 	if err != nil {
 		return 0, fmt.Errorf("nats server: %w", err)
 	}
@@ -67,18 +60,20 @@ func run(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("nats server not ready")
 	}
 
-	dbURL, drop, err := newDatabase()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	dbURL, drop, err := pgtest.CreateDatabase(ctx)
+	cancel()
 	if err != nil {
 		return 0, err
 	}
-	defer drop()
+	defer func() { _ = drop() }()
 
-	stop, err := startRecall(bin, dbURL, ns.ClientURL())
+	p, err := startRecall(bin, dbURL, ns.ClientURL())
 	if err != nil {
 		return 0, err
 	}
 	code := m.Run()
-	if err := stop(); err != nil {
+	if _, err := p.Interrupt(time.Minute); err != nil {
 		return 0, err
 	}
 	if code == 0 {
@@ -89,41 +84,11 @@ func run(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// newDatabase creates an empty database on the test server and returns its
-// URL and a function that drops it.
-func newDatabase() (string, func(), error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
-	if err != nil {
-		return "", nil, fmt.Errorf("Postgres is not reachable at TEST_DATABASE_URL (default %s): %w", pgtest.DefaultURL, err)
-	}
-	defer admin.Close(ctx)
-	name := "recall_client_" + randomHex()
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, err
-	}
-	u, err := url.Parse(pgtest.ServerURL())
-	if err != nil {
-		return "", nil, err
-	}
-	u.Path = "/" + name
-	drop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if conn, err := pgx.Connect(ctx, pgtest.ServerURL()); err == nil {
-			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			conn.Close(ctx)
-		}
-	}
-	return u.String(), drop, nil
-}
-
 // startRecall starts `recall run` on a free port and returns once its API
-// listens, with a function that stops it with SIGINT and waits for it.
-func startRecall(bin, dbURL, natsURL string) (func() error, error) {
+// listens (its log says where).
+func startRecall(bin, dbURL, natsURL string) (*proctest.Process, error) {
 	cmd := exec.Command(bin, "run")
-	cmd.Env = append(os.Environ(),
+	cmd.Env = proctest.Env(
 		"DATABASE_URL="+dbURL,
 		"NATS_URL="+natsURL,
 		"RECALL_JWT_SECRET="+string(jwtSecret),
@@ -131,63 +96,25 @@ func startRecall(bin, dbURL, natsURL string) (func() error, error) {
 		"RECALL_LOG_FORMAT=json",
 		"RECALL_LOG_LEVEL=info",
 	)
-	stderr, err := cmd.StderrPipe()
+	p, err := proctest.Start(cmd)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	// Read the log for the API's address, keeping it for a failure.
-	var (
-		mu   sync.Mutex
-		logs strings.Builder
-	)
-	addr := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			mu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
+	listening := func() bool {
+		for line := range strings.Lines(p.Stderr.String()) {
 			var rec struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "read API listening" {
-				addr <- rec.Addr
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "read API listening" {
+				apiURL = "http://" + rec.Addr
+				return true
 			}
 		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		<-done
-		if err := cmd.Wait(); err != nil {
-			mu.Lock()
-			defer mu.Unlock()
-			return fmt.Errorf("recall run: %w\n%s", err, logs.String())
-		}
-		return nil
+		return false
 	}
-	select {
-	case a := <-addr:
-		apiURL = "http://" + a
-		return stop, nil
-	case <-done:
-	case <-time.After(time.Minute):
+	if err := p.WaitFor(time.Minute, "its API listening", listening); err != nil {
+		p.Stop(time.Minute)
+		return nil, err
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return nil, fmt.Errorf("recall run did not start its API:\n%s", logs.String())
-}
-
-func randomHex() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return p, nil
 }
 
 // token returns a bearer token for user, or with service for any user, as
@@ -198,4 +125,10 @@ func token(user string, service bool) string {
 		panic(err) // the secret is too short
 	}
 	return s
+}
+
+func randomHex() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

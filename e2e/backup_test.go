@@ -21,6 +21,7 @@ import (
 	"github.com/recallhq/recall/testutil/natstest"
 	"github.com/recallhq/recall/testutil/pgtest"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // TestBackupRestore follows docs/operations.md, "Backups and restore": a
@@ -65,7 +66,7 @@ func TestBackupRestore(t *testing.T) {
 	runTool(t, pgDump, "--format=custom", "--file="+dump, "--dbname="+orig.DatabaseURL)
 	restoredURL := pgtest.NewDatabase(t)
 	runTool(t, pgRestore, "--exit-on-error", "--no-owner", "--dbname="+restoredURL, dump)
-	runRecall(t, childEnv("DATABASE_URL="+restoredURL), "migrate")
+	runRecall(t, proctest.Env("DATABASE_URL="+restoredURL), "migrate")
 
 	restored := pt.NewOnDatabase(t, restoredURL, natstest.Start(t).URL(), pt.Subject, pt.Stream)
 	restored.StartWorker(2)

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // TestDevNATSPortStable restarts recall dev on the same data folder and
 // requires the same NATS URL, so that exports pasted from its banner stay
 // good.
 func TestDevNATSPortStable(t *testing.T) {
-	cfg := devConfig{DatabaseURL: newDatabaseURL(t), DataDir: t.TempDir(), OwnNATSPort: true}
+	cfg := devConfig{DatabaseURL: pgtest.UncreatedDatabase(t), DataDir: t.TempDir(), OwnNATSPort: true}
 	d := startDev(t, cfg)
 	first := d.NATSURL
 	d.interrupt()
@@ -29,7 +31,7 @@ func TestDevNATSPortStable(t *testing.T) {
 // the command must stop at once and name the reason, not wait out its
 // timeout.
 func TestPublishWaitRejected(t *testing.T) {
-	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
+	d := startDev(t, devConfig{DatabaseURL: pgtest.UncreatedDatabase(t)})
 	c := sample(t, "planning")
 	runRecall(t, d.env(), "publish", "--example", "planning", "--wait")
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // TestClients runs the Python and JavaScript clients' own test suites
@@ -37,9 +38,9 @@ func TestClients(t *testing.T) {
 	// no node_modules in the tree.
 	js := filepath.Join(t.TempDir(), "js")
 	copyTree(t, filepath.Join(repo, "clients", "js"), js)
-	runIn(t, js, childEnv(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
+	runIn(t, js, proctest.Env(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
 
-	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
+	d := startDev(t, devConfig{DatabaseURL: pgtest.UncreatedDatabase(t)})
 	env := append(d.env(), "RECALL_JWT_SECRET="+devSecret(t, d.dataDir), "RECALL_REPO="+repo, "PYTHONDONTWRITEBYTECODE=1")
 	t.Run("python", func(t *testing.T) {
 		runIn(t, filepath.Join(repo, "clients", "python"), env, 5*time.Minute,
@@ -119,10 +120,10 @@ func saverValidation(t *testing.T, js string, env []string) {
 // recall is down, and the evidence catches up when it is back.
 func saverOutage(t *testing.T, js string) {
 	cfg := devConfig{
-		DatabaseURL: newDatabaseURL(t),
+		DatabaseURL: pgtest.UncreatedDatabase(t),
 		DataDir:     t.TempDir(),
 		OwnNATSPort: true, // the same port after the restart
-		Env:         []string{fmt.Sprintf("RECALL_HTTP_ADDR=127.0.0.1:%d", freePort(t))},
+		Env:         []string{fmt.Sprintf("RECALL_HTTP_ADDR=127.0.0.1:%d", proctest.FreePort(t))},
 	}
 	d := startDev(t, cfg)
 
@@ -136,7 +137,7 @@ func saverOutage(t *testing.T, js string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr proctest.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the outage driver: %v", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/devpg"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // TestDevWithPostgres runs recall dev against the machine's Postgres, with
@@ -27,7 +28,7 @@ import (
 // the read API against the pure fold, its authorisation, and a drain on
 // SIGINT.
 func TestDevWithPostgres(t *testing.T) {
-	dbURL := newDatabaseURL(t)
+	dbURL := pgtest.UncreatedDatabase(t)
 	d := startDev(t, devConfig{DatabaseURL: dbURL})
 
 	// dev created the database DATABASE_URL names.
@@ -206,17 +207,17 @@ func TestDevNoPostgres(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := startDevProcess(t, tt.cfg)
 			select {
-			case <-d.exited:
+			case <-d.Exited():
 			case <-time.After(30 * time.Second):
 				t.Fatal("recall dev still runs 30s after it was started")
 			}
-			if code := d.cmd.ProcessState.ExitCode(); code == 0 || code == -1 {
-				t.Fatalf("recall dev exited %d (%v), want a non-zero exit", code, d.cmd.ProcessState)
+			if code := d.Cmd.ProcessState.ExitCode(); code == 0 || code == -1 {
+				t.Fatalf("recall dev exited %d (%v), want a non-zero exit", code, d.Cmd.ProcessState)
 			}
-			if strings.Contains(d.stdout.String(), "RECALL_TOKEN") {
-				t.Errorf("recall dev printed its banner:\n%s", d.stdout.String())
+			if strings.Contains(d.Stdout.String(), "RECALL_TOKEN") {
+				t.Errorf("recall dev printed its banner:\n%s", d.Stdout.String())
 			}
-			stderr := d.stderr.String()
+			stderr := d.Stderr.String()
 			for _, want := range tt.want {
 				if !strings.Contains(stderr, want) {
 					t.Errorf("recall dev's error does not say %q:\n%s", want, stderr)
@@ -225,7 +226,7 @@ func TestDevNoPostgres(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(d.dataDir, "postgres")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("recall dev made a cluster folder: %v", err)
 			}
-			t.Logf("recall dev refused with exit %d: %s", d.cmd.ProcessState.ExitCode(), strings.TrimSpace(stderr))
+			t.Logf("recall dev refused with exit %d: %s", d.Cmd.ProcessState.ExitCode(), strings.TrimSpace(stderr))
 		})
 	}
 }

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/examples"
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // TestHTTPIngest publishes a sample conversation through POST
 // /v1/checkpoints of recall dev (real NATS, real Postgres) with the user's
 // own token, and reads the evidence the worker extracted from it.
 func TestHTTPIngest(t *testing.T) {
-	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
+	d := startDev(t, devConfig{DatabaseURL: pgtest.UncreatedDatabase(t)})
 	c := sample(t, "planning")
 	secret := devSecret(t, d.dataDir)
 	own := sign(t, secret, c.UserID, time.Hour)

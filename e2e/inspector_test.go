@@ -16,6 +16,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/recallhq/recall/testutil/pgtest"
 )
 
 // The inspector test's conversations: a long one whose first message holds
@@ -56,7 +58,7 @@ func chromium(t *testing.T) string {
 // With RECALL_SCREENSHOT set, it writes a PNG of the conversation page there.
 func TestInspector(t *testing.T) {
 	bin := chromium(t)
-	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
+	d := startDev(t, devConfig{DatabaseURL: pgtest.UncreatedDatabase(t)})
 	api := strings.TrimRight(d.APIURL, "/")
 
 	// The conversations, through the HTTP ingest, and a snapshot that
@@ -85,8 +87,8 @@ func TestInspector(t *testing.T) {
 	// The banner prints the inspector's address with the service token in
 	// its fragment.
 	want := api + "/inspect/#" + url.Values{"token": {d.Token}, "user": {"demo-user"}}.Encode()
-	if !strings.Contains(d.stdout.String(), "\n"+want+"\n") {
-		t.Errorf("the banner does not print the inspector's address %s:\n%s", want, d.stdout.String())
+	if !strings.Contains(d.Stdout.String(), "\n"+want+"\n") {
+		t.Errorf("the banner does not print the inspector's address %s:\n%s", want, d.Stdout.String())
 	}
 
 	// The page's answers carry the policy that forbids other scripts and

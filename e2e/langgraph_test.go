@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // TestLangGraphJSExample runs examples/langgraph-js against recall dev, as
@@ -28,9 +31,9 @@ func TestLangGraphJSExample(t *testing.T) {
 	copyTree(t, filepath.Join("..", "examples", "langgraph-js"), work)
 	copyTree(t, filepath.Join("..", "clients", "js"), filepath.Join(root, "clients", "js"))
 
-	runIn(t, work, childEnv(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
+	runIn(t, work, proctest.Env(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
 
-	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
+	d := startDev(t, devConfig{DatabaseURL: pgtest.UncreatedDatabase(t)})
 	out := runIn(t, work, d.env(), 2*time.Minute, "node", "main.mjs")
 	if !strings.Contains(out, "ok: ") {
 		t.Errorf("the example exited 0 without its ok line:\n%s", out)

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,20 +12,16 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
-	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // recallBin is the recall binary, built once by TestMain.
@@ -38,20 +32,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "recall-e2e-")
+	bin, remove, err := proctest.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	recallBin = filepath.Join(dir, "recall")
-	// go test puts its own go first on PATH.
-	build := exec.Command("go", "build", "-o", recallBin, "github.com/recallhq/recall/cmd/recall")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/recall: %v\n", err)
-		return 1
-	}
+	defer remove()
+	recallBin = bin
 	return m.Run()
 }
 
@@ -59,46 +46,11 @@ func run(m *testing.M) int {
 // must exit 0 within it after SIGINT.
 const drainTimeout = 10 * time.Second
 
-// childEnv returns the test's environment without recall's settings, plus
-// extra (KEY=value).
-func childEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "DATABASE_URL" || k == "NATS_URL" || strings.HasPrefix(k, "RECALL_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // devProc is a running `recall dev` and what its banner said.
 type devProc struct {
+	*proctest.Process
 	t       *testing.T
-	cmd     *exec.Cmd
 	dataDir string
-	stdout  syncBuffer
-	stderr  syncBuffer
-	exited  chan struct{} // closed when the process has exited
 
 	// From the banner.
 	APIURL, NATSURL, Token, PostgresURL string
@@ -124,24 +76,11 @@ type devConfig struct {
 func startDev(t *testing.T, cfg devConfig) *devProc {
 	t.Helper()
 	d := startDevProcess(t, cfg)
-	deadline := time.After(2 * time.Minute)
-	for {
-		if d.parseBanner() {
-			t.Logf("recall dev: API %s, NATS %s, Postgres %s", d.APIURL, d.NATSURL, d.PostgresURL)
-			return d
-		}
-		select {
-		case <-d.exited:
-			if d.parseBanner() {
-				// Printed and then exited: the test's checks will fail.
-				return d
-			}
-			t.Fatalf("recall dev exited before its banner: %v\nstdout:\n%s\nstderr:\n%s", d.cmd.ProcessState, d.stdout.String(), d.stderr.String())
-		case <-deadline:
-			t.Fatalf("recall dev printed no banner within 2m\nstdout:\n%s\nstderr:\n%s", d.stdout.String(), d.stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := d.WaitFor(2*time.Minute, "its banner", d.parseBanner); err != nil {
+		t.Fatal(err)
 	}
+	t.Logf("recall dev: API %s, NATS %s, Postgres %s", d.APIURL, d.NATSURL, d.PostgresURL)
+	return d
 }
 
 // startDevProcess starts recall dev and does not wait for anything.
@@ -150,7 +89,6 @@ func startDevProcess(t *testing.T, cfg devConfig) *devProc {
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
-	d := &devProc{t: t, dataDir: cfg.DataDir, exited: make(chan struct{})}
 	env := []string{
 		"DATABASE_URL=" + cfg.DatabaseURL,
 		"RECALL_HTTP_ADDR=127.0.0.1:0",
@@ -158,44 +96,30 @@ func startDevProcess(t *testing.T, cfg devConfig) *devProc {
 		"RECALL_SHUTDOWN_TIMEOUT=" + drainTimeout.String(),
 		"RECALL_LOG_FORMAT=text",
 	}
-	args := []string{"dev", "--nats-port", fmt.Sprint(freePort(t))}
+	args := []string{"dev", "--nats-port", fmt.Sprint(proctest.FreePort(t))}
 	if cfg.OwnNATSPort {
 		args = args[:1]
 	}
-	d.cmd = exec.Command(recallBin, args...)
-	d.cmd.Env = childEnv(append(env, cfg.Env...)...)
-	d.cmd.Stdout, d.cmd.Stderr = &d.stdout, &d.stderr
-	if err := d.cmd.Start(); err != nil {
+	cmd := exec.Command(recallBin, args...)
+	cmd.Env = proctest.Env(append(env, cfg.Env...)...)
+	p, err := proctest.Start(cmd)
+	if err != nil {
 		t.Fatalf("start recall dev: %v", err)
 	}
-	go func() {
-		_ = d.cmd.Wait()
-		close(d.exited)
-	}()
 	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			// The test failed before it stopped dev: drain, then kill.
-			_ = d.cmd.Process.Signal(syscall.SIGINT)
-			select {
-			case <-d.exited:
-			case <-time.After(drainTimeout + 30*time.Second):
-				_ = d.cmd.Process.Kill()
-				<-d.exited
-			}
-		}
+		// A test that failed before it stopped dev: drain, then kill.
+		p.Stop(drainTimeout + 30*time.Second)
 		if t.Failed() {
-			t.Logf("recall dev stdout:\n%s\nrecall dev stderr:\n%s", d.stdout.String(), d.stderr.String())
+			t.Logf("recall dev stdout:\n%s\nrecall dev stderr:\n%s", p.Stdout.String(), p.Stderr.String())
 		}
 	})
-	return d
+	return &devProc{Process: p, t: t, dataDir: cfg.DataDir}
 }
 
 // parseBanner reads the export lines of the banner, and reports whether
 // all three were printed.
 func (d *devProc) parseBanner() bool {
-	sc := bufio.NewScanner(strings.NewReader(d.stdout.String()))
+	sc := bufio.NewScanner(strings.NewReader(d.Stdout.String()))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if v, ok := strings.CutPrefix(line, "export RECALL_API_URL="); ok {
@@ -216,25 +140,16 @@ func (d *devProc) parseBanner() bool {
 
 // env returns what a user pastes from the banner.
 func (d *devProc) env() []string {
-	return childEnv("RECALL_API_URL="+d.APIURL, "NATS_URL="+d.NATSURL, "RECALL_TOKEN="+d.Token)
+	return proctest.Env("RECALL_API_URL="+d.APIURL, "NATS_URL="+d.NATSURL, "RECALL_TOKEN="+d.Token)
 }
 
 // interrupt sends SIGINT, waits for the exit and requires exit 0 within
 // the drain timeout. It returns how long the exit took.
 func (d *devProc) interrupt() time.Duration {
 	d.t.Helper()
-	start := time.Now()
-	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		d.t.Fatalf("SIGINT: %v", err)
-	}
-	select {
-	case <-d.exited:
-	case <-time.After(drainTimeout + 30*time.Second):
-		d.t.Fatalf("recall dev did not exit within %s of SIGINT", drainTimeout+30*time.Second)
-	}
-	took := time.Since(start)
-	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
-		d.t.Fatalf("recall dev exited %d after SIGINT, want 0 (%v)", code, d.cmd.ProcessState)
+	took, err := d.Interrupt(drainTimeout + 30*time.Second)
+	if err != nil {
+		d.t.Fatal(err)
 	}
 	if took > drainTimeout {
 		d.t.Fatalf("recall dev took %s to exit after SIGINT, longer than its drain timeout %s", took, drainTimeout)
@@ -258,55 +173,10 @@ func requireClosed(t *testing.T, what, rawURL string) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // closedPostgresURL returns a DATABASE_URL at which nothing answers.
 func closedPostgresURL(t *testing.T) string {
 	t.Helper()
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/recall?sslmode=disable", freePort(t))
-}
-
-// newDatabaseURL returns the URL of a database that does not exist yet on
-// the test server (recall dev creates it), and drops it at the end.
-func newDatabaseURL(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
-	if err != nil {
-		t.Fatalf("Postgres is not reachable at TEST_DATABASE_URL (default %s): start it, or set TEST_DATABASE_URL: %v", pgtest.DefaultURL, err)
-	}
-	admin.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "recall_e2e_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, pgtest.ServerURL())
-		if err != nil {
-			t.Errorf("drop %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(pgtest.ServerURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/recall?sslmode=disable", proctest.FreePort(t))
 }
 
 // runRecall runs the recall binary to its end, and returns its stdout.

@@ -14,6 +14,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/recallhq/recall/testutil/mcptest"
+	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // mcpSnippet is the entry recall dev prints for an MCP client's
@@ -27,7 +29,7 @@ type mcpSnippet struct {
 // mcpSnippet reads the mcpServers entry of recall dev's banner.
 func (d *devProc) mcpSnippet(t *testing.T) mcpSnippet {
 	t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(d.stdout.String()))
+	sc := bufio.NewScanner(strings.NewReader(d.Stdout.String()))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -46,7 +48,7 @@ func (d *devProc) mcpSnippet(t *testing.T) mcpSnippet {
 		}
 		return s
 	}
-	t.Fatalf("recall dev printed no MCP snippet:\n%s", d.stdout.String())
+	t.Fatalf("recall dev printed no MCP snippet:\n%s", d.Stdout.String())
 	return mcpSnippet{}
 }
 
@@ -64,9 +66,9 @@ func TestMCP(t *testing.T) {
 	}
 	ts := filepath.Join(t.TempDir(), "mcp-ts")
 	copyTree(t, filepath.Join("testdata", "mcp-ts"), ts)
-	runIn(t, ts, childEnv(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
+	runIn(t, ts, proctest.Env(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
 
-	d := startDev(t, devConfig{DatabaseURL: newDatabaseURL(t)})
+	d := startDev(t, devConfig{DatabaseURL: pgtest.UncreatedDatabase(t)})
 	c := sample(t, "planning")
 	runRecall(t, d.env(), "publish", "--example", "planning", "--turns", "--wait")
 	snippet := d.mcpSnippet(t)
@@ -75,7 +77,7 @@ func TestMCP(t *testing.T) {
 		testMCPStdio(t, snippet, c)
 	})
 	t.Run("typescript-sdk-http", func(t *testing.T) {
-		runIn(t, ts, childEnv(
+		runIn(t, ts, proctest.Env(
 			"RECALL_MCP_URL="+d.APIURL+"/mcp",
 			"RECALL_USER_TOKEN="+snippet.Env["RECALL_TOKEN"],
 			"RECALL_TOKEN="+d.Token,
@@ -87,13 +89,13 @@ func TestMCP(t *testing.T) {
 
 // startMCP starts the snippet's command with env over and above the
 // snippet's, and connects the Go SDK's client to it.
-func startMCP(t *testing.T, s mcpSnippet, stderr *syncBuffer, env ...string) *sdk.ClientSession {
+func startMCP(t *testing.T, s mcpSnippet, stderr *proctest.Buffer, env ...string) *sdk.ClientSession {
 	t.Helper()
 	cmd := exec.Command(s.Command, s.Args...)
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Env = childEnv(append(cmd.Env, env...)...)
+	cmd.Env = proctest.Env(append(cmd.Env, env...)...)
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -112,7 +114,7 @@ func startMCP(t *testing.T, s mcpSnippet, stderr *syncBuffer, env ...string) *sd
 
 func testMCPStdio(t *testing.T, s mcpSnippet, c conversation) {
 	ctx := context.Background()
-	var stderr syncBuffer
+	var stderr proctest.Buffer
 	cs := startMCP(t, s, &stderr)
 	if info := cs.InitializeResult().ServerInfo; info.Name != "recall" {
 		t.Errorf("server name %q, want recall", info.Name)
@@ -177,7 +179,7 @@ func testMCPStdio(t *testing.T, s mcpSnippet, c conversation) {
 	}
 
 	// A wrong token: the server starts, and every call says unauthorized.
-	var badStderr syncBuffer
+	var badStderr proctest.Buffer
 	bad := startMCP(t, s, &badStderr, "RECALL_TOKEN=not-a-token")
 	if _, errText := mcptest.Call(t, bad, "recall_evidence", map[string]any{"user_id": c.UserID, "conversation_id": c.ConversationID}); !strings.HasPrefix(errText, "unauthorized: ") {
 		t.Errorf("a wrong token: %q, want an unauthorized tool error", errText)

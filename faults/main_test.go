@@ -3,12 +3,12 @@ package faults
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // recallBin is the binary TestMain builds from ./cmd/recall.
@@ -22,21 +22,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "recall-faults-bin-")
+	start := time.Now()
+	bin, remove, err := proctest.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	recallBin = filepath.Join(dir, "recall")
-	start := time.Now()
-	build := exec.Command("go", "build", "-o", recallBin, "./cmd/recall")
-	build.Dir = ".." // the module root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "faults: go build ./cmd/recall:", err)
-		return 1
-	}
+	defer remove()
+	recallBin = bin
 	fmt.Fprintf(os.Stderr, "faults: built recall in %s (mode %s)\n", time.Since(start).Round(time.Millisecond), mode())
 	sweepStaleClusters()
 	code := m.Run()

@@ -1,41 +1,22 @@
 package worker_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Split(b.buf.String(), "\n")
-}
 
 // TestEventLog checks the worker's line per event: accepted events at
 // debug and rejections at warn, each with the event id, the key and (for
 // rejections) the reason, and never message text.
 func TestEventLog(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs proctest.Buffer
 	b := pt.New(t)
 	b.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b.StartWorker(2)
@@ -55,13 +36,13 @@ func TestEventLog(t *testing.T) {
 	find := func(eventID string) string {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			for _, l := range logs.lines() {
+			for _, l := range strings.Split(logs.String(), "\n") {
 				if strings.Contains(l, "msg=event") && strings.Contains(l, "event_id="+eventID+" ") {
 					return l
 				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no event line for %s in:\n%s", eventID, strings.Join(logs.lines(), "\n"))
+				t.Fatalf("no event line for %s in:\n%s", eventID, strings.Join(strings.Split(logs.String(), "\n"), "\n"))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -87,7 +68,7 @@ func TestEventLog(t *testing.T) {
 	if line := find(`(invalid)`); !strings.Contains(line, "user_id=u-log") || !strings.Contains(line, "reason=invalid") {
 		t.Errorf("the line of an event whose event_id is too long: %s", line)
 	}
-	for _, l := range logs.lines() {
+	for _, l := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(l, "ship by Friday") || strings.Contains(l, hostile) {
 			t.Errorf("a log line carries message text or an invalid id: %s", l)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // runCLI runs recall with args and environment env and returns the exit
@@ -216,10 +217,7 @@ func devDirWith(t *testing.T, secret string) string {
 
 func TestRejectionsCommand(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := pgtest.NewPool(t)
-	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
+	pool, dbURL := pgtest.NewMigratedPool(t, store.Migrate)
 	st, err := store.New(pool, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +279,7 @@ func TestDevNATSPort(t *testing.T) {
 	}
 	l := listen(t)
 	taken := l.Addr().(*net.TCPAddr).Port
-	free := freeTCPPort(t)
+	free := proctest.FreePort(t)
 	for _, tt := range []struct {
 		remembered int
 		want       func(int) bool
@@ -306,14 +304,4 @@ func listen(t *testing.T) net.Listener {
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

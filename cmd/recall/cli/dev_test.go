@@ -2,16 +2,15 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/testutil/proctest"
 )
 
 // devBannerFirstLine is the first line of recall dev's banner.
@@ -82,7 +81,7 @@ func TestDevGreetsFirst(t *testing.T) {
 // stdout and stderr interleaved as they were written, line by line.
 func runDevUntilBanner(t *testing.T, dbURL, dataDir string) []string {
 	t.Helper()
-	var out lockedBuffer
+	var out proctest.Buffer
 	env := map[string]string{
 		"DATABASE_URL":            dbURL,
 		"RECALL_HTTP_ADDR":        "127.0.0.1:0",
@@ -95,7 +94,7 @@ func runDevUntilBanner(t *testing.T, dbURL, dataDir string) []string {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runDev(ctx, e, []string{"-data-dir", dataDir, "-nats-port", fmt.Sprint(freeTCPPort(t))})
+		done <- runDev(ctx, e, []string{"-data-dir", dataDir, "-nats-port", fmt.Sprint(proctest.FreePort(t))})
 	}()
 	deadline := time.After(time.Minute)
 	for !strings.Contains(out.String(), "export RECALL_TOKEN=") {
@@ -120,23 +119,4 @@ func runDevUntilBanner(t *testing.T, dbURL, dataDir string) []string {
 		lines = append(lines, sc.Text())
 	}
 	return lines
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers: recall dev's
-// stdout and stderr written into one, in order.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
