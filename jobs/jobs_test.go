@@ -23,7 +23,15 @@ import (
 // migrated returns a pool on a fresh migrated database.
 func migrated(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool, _ := pgtest.NewMigratedPool(t, store.Migrate)
+	dbURL := pgtest.NewDatabase(t)
+	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
 	return pool
 }
 
