@@ -56,11 +56,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s\n", f.Name, name, usage)
 		})
 	}
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, positional); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg := &bench.Config{

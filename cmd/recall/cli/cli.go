@@ -196,8 +196,13 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// noArgs fails unless a command that takes no arguments got none.
-func noArgs(fs *flag.FlagSet, positional []string) error {
+// parseFlags parses the args of a command that takes flags only, and
+// fails when there is an argument besides them.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
 	if len(positional) > 0 {
 		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), positional[0])
 		fs.Usage()

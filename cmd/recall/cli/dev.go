@@ -45,11 +45,7 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 	natsPort := fs.Int("nats-port", 4222, "port of the in-process NATS server; by default the port of the last run (kept in the data folder), else 4222, else a free one")
 	pgMode := fs.String("postgres", cmp.Or(env.Getenv("RECALL_DEV_POSTGRES"), "auto"),
 		"auto: DATABASE_URL when set (it must answer), else the default URL when it answers, else a private cluster in the data folder; private: always the private cluster (env RECALL_DEV_POSTGRES)")
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, positional); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *pgMode != "auto" && *pgMode != "private" {

@@ -24,11 +24,7 @@ func runMCP(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "mcp", "")
 	cfg.bind(fs, env, flagsLog)
 	apiURL := fs.String("api-url", cmp.Or(env.Getenv("RECALL_API_URL"), defaultAPIURL), "base URL of recall's HTTP API (env RECALL_API_URL)")
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, positional); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	// Stdout carries the protocol: logs go to stderr.

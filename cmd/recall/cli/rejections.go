@@ -30,15 +30,12 @@ func runRejections(ctx context.Context, env *Env, args []string) error {
 	limit := fs.Int("limit", store.DefaultRejectionLimit, "at most this many rows")
 	asJSON := fs.Bool("json", false, `print a JSON array of {"id","reason","detail","event_id","user_id","conversation_id","received_at"}`)
 	payloads := fs.Bool("payloads", false, "add each event's payload as received, its first 64 KiB (base64 in JSON; none for deleted conversations): it may hold message text")
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, positional); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	f := store.RejectionFilter{Reason: checkpoint.Reason(*reason), UserID: *user, ConversationID: *conversation,
 		EventID: *eventID, Limit: *limit, Payloads: *payloads}
+	var err error
 	if f.Since, err = parseSince(*since, time.Now()); err != nil {
 		return err
 	}

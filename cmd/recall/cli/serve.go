@@ -50,11 +50,7 @@ func runMigrate(ctx context.Context, env *Env, args []string) error {
 	var cfg config
 	fs := newFlags(env, "migrate", "")
 	cfg.bind(fs, env, flagsDB|flagsLog)
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, positional); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	logger, err := cfg.logger(env.Stderr)
@@ -88,11 +84,7 @@ func runServe(ctx context.Context, env *Env, name string, args []string, r roles
 	fs := newFlags(env, name, "")
 	cfg.bind(fs, env, r.flags())
 	noMigrate := fs.Bool("no-migrate", env.Getenv("RECALL_NO_MIGRATE") != "", "do not apply migrations at start (env RECALL_NO_MIGRATE)")
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, positional); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	logger, err := cfg.logger(env.Stderr)
