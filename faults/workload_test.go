@@ -19,6 +19,7 @@ import (
 
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
+	"github.com/recallhq/recall/testutil/natstest"
 )
 
 // Marker is carried inside every message the suite publishes (content, tool
@@ -236,15 +237,7 @@ type publisher struct {
 
 func newPublisher(t *testing.T, url string) *publisher {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.Name("faults-publisher"))
-	if err != nil {
-		t.Fatalf("publisher: connect to NATS: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.Name("faults-publisher"))
 	return &publisher{js: js, seq: map[string]uint64{}, ackedAt: map[string]time.Time{}}
 }
 

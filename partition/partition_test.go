@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/partition"
 	"github.com/recallhq/recall/store"
@@ -113,11 +112,7 @@ func TestTwoPartitionsEndToEnd(t *testing.T) {
 	router, err := partition.NewRouter(stores...)
 	pt.Must(t, err)
 
-	nc, err := nats.Connect(ns.URL())
-	pt.Must(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	pt.Must(t, err)
+	_, js := natstest.Connect(t, ns.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	type conv struct {

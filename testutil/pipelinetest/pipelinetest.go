@@ -129,15 +129,7 @@ func newBundleOn(t testing.TB, dbURL, natsURL, subject, stream string) *Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatalf("NATS is not reachable at %s: %v", natsURL, err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	return &Bundle{T: t, DatabaseURL: dbURL, Pool: pool, NATSURL: natsURL, Subject: subject, Stream: stream,
 		Store: st, JS: js, GapTimeout: 2 * time.Second}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/recallhq/recall/checkpoint"
@@ -40,15 +39,7 @@ type publishBundle struct {
 func setupPublish(t *testing.T) *publishBundle {
 	t.Helper()
 	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, srv.URL())
 	stream, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: worker.DefaultStream, Subjects: []string{worker.DefaultSubject}})
 	if err != nil {
 		t.Fatal(err)

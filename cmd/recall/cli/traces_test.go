@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -44,15 +42,7 @@ func TestTurnIsOneTrace(t *testing.T) {
 	tr := startTraced(t)
 	exp, tp, ns, cfg, a := tr.exp, tr.tp, tr.ns, tr.cfg, tr.a
 
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, ns.URL())
 	pub, err := publisher.New(js, publisher.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)

@@ -49,15 +49,7 @@ func startUsersRun(t *testing.T) *usersRun {
 	}
 	t.Cleanup(func() { _ = a.stop(logger) })
 	pool := pgtest.Pool(t, cfg.DatabaseURL)
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.Connect(t, ns.URL())
 	return &usersRun{t: t, base: "http://" + a.Addr, secret: secret, pool: pool, js: js, nc: nc}
 }
 
