@@ -57,23 +57,31 @@ func (p *poisoned) IngestBatch(ctx context.Context, events []store.BatchEvent) (
 	return p.Store.IngestBatch(ctx, events)
 }
 
-// TestBatchWithOneFailingEvent hands the worker one batch of events of which
-// one cannot be recorded: every other event is recorded and acknowledged,
-// and only the failing one is nak'd and comes back.
-func TestBatchWithOneFailingEvent(t *testing.T) {
-	t.Parallel()
-	b := pt.New(t)
+// handFedWorker builds a worker on b's stream and subject (and cfg's other
+// settings) over the store pipeline.New builds, wrapped by ingester when
+// it is set, and ensures its stream. No consumer runs: the test hands the
+// worker its batches.
+func handFedWorker(t *testing.T, b *pt.Bundle, cfg *worker.Config, ingester func(*store.Store) worker.Ingester) (*worker.Worker, jetstream.Stream) {
+	t.Helper()
 	p, err := pipeline.New(b.Pool, nil, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var ing worker.Ingester = p.Store
+	if ingester != nil {
+		ing = ingester(p.Store)
 	}
 	nc, err := nats.Connect(b.NATSURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ing := &poisoned{Store: p.Store, bad: "e3"}
-	w, err := worker.New(nc, ing, &worker.Config{Stream: b.Stream, Subject: b.Subject})
+	c := worker.Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Stream, c.Subject = b.Stream, b.Subject
+	w, err := worker.New(nc, ing, &c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +89,20 @@ func TestBatchWithOneFailingEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, stream
+}
+
+// TestBatchWithOneFailingEvent hands the worker one batch of events of which
+// one cannot be recorded: every other event is recorded and acknowledged,
+// and only the failing one is nak'd and comes back.
+func TestBatchWithOneFailingEvent(t *testing.T) {
+	t.Parallel()
+	b := pt.New(t)
+	var ing *poisoned
+	w, stream := handFedWorker(t, b, nil, func(st *store.Store) worker.Ingester {
+		ing = &poisoned{Store: st, bad: "e3"}
+		return ing
+	})
 	const n = 8
 	for i := range n {
 		id := fmt.Sprintf("e%d", i)
@@ -108,7 +130,7 @@ func TestBatchWithOneFailingEvent(t *testing.T) {
 		t.Errorf("IngestBatch calls %v and %d Ingest calls, want %v and %d (the batch, then each event alone)", ing.batches, ing.singles, want, n)
 	}
 	for i := range n {
-		rec, err := p.Store.Evidence(t.Context(), "u", fmt.Sprintf("c%d", i))
+		rec, err := ing.Store.Evidence(t.Context(), "u", fmt.Sprintf("c%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/publisher"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
 	"github.com/recallhq/recall/worker"
@@ -26,23 +24,7 @@ func TestBatchSpan(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	p, err := pipeline.New(b.Pool, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(b.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	w, err := worker.New(nc, p.Store, &worker.Config{Stream: b.Stream, Subject: b.Subject, TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := w.EnsureStream(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, stream := handFedWorker(t, b, &worker.Config{TracerProvider: tp}, nil)
 	pub, err := publisher.New(b.JS, publisher.WithSubject(b.Subject), publisher.WithTracerProvider(tp))
 	if err != nil {
 		t.Fatal(err)
