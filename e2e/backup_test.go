@@ -15,7 +15,6 @@ import (
 
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
-	"github.com/recallhq/recall/examples"
 	"github.com/recallhq/recall/internal/devpg"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/testutil/natstest"
@@ -133,24 +132,6 @@ func runTool(t *testing.T, path string, args ...string) {
 	t.Logf("%s: exit 0 in %s", filepath.Base(path), time.Since(start).Round(time.Millisecond))
 }
 
-// sampleHistory returns an example conversation's key and messages.
-func sampleHistory(t *testing.T, name string) (user, conv string, history []json.RawMessage) {
-	t.Helper()
-	data, err := examples.Conversation(name)
-	if err != nil {
-		t.Fatalf("example %s: %v", name, err)
-	}
-	var c struct {
-		UserID         string            `json:"user_id"`
-		ConversationID string            `json:"conversation_id"`
-		Messages       []json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(data, &c); err != nil {
-		t.Fatalf("example %s: %v", name, err)
-	}
-	return c.UserID, c.ConversationID, c.Messages
-}
-
 // userIndexes returns the indexes of history's user messages.
 func userIndexes(t *testing.T, history []json.RawMessage) []int {
 	t.Helper()
@@ -162,15 +143,6 @@ func userIndexes(t *testing.T, history []json.RawMessage) []int {
 		}
 	}
 	return out
-}
-
-func decode(t *testing.T, history []json.RawMessage) []checkpoint.Message {
-	t.Helper()
-	raw, err := json.Marshal(history)
-	pgtest.Must(t, err, "encode history")
-	msgs, err := checkpoint.DecodeMessages(raw)
-	pgtest.Must(t, err, "decode history")
-	return msgs
 }
 
 // appendEventOf builds the append event of history from offset on, with the

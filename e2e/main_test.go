@@ -21,6 +21,7 @@ import (
 	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/examples"
+	"github.com/recallhq/recall/testutil/pgtest"
 	"github.com/recallhq/recall/testutil/proctest"
 )
 
@@ -234,22 +235,8 @@ type conversation struct {
 
 func sample(t *testing.T, name string) conversation {
 	t.Helper()
-	data, err := examples.Conversation(name)
-	if err != nil {
-		t.Fatalf("example %s: %v", name, err)
-	}
-	var c struct {
-		UserID         string          `json:"user_id"`
-		ConversationID string          `json:"conversation_id"`
-		Messages       json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(data, &c); err != nil {
-		t.Fatalf("example %s: %v", name, err)
-	}
-	msgs, err := checkpoint.DecodeMessages(c.Messages)
-	if err != nil {
-		t.Fatalf("example %s: %v", name, err)
-	}
+	user, conv, history := sampleHistory(t, name)
+	msgs := decode(t, history)
 	st, outcome, err := evidence.Fold(evidence.NewState(), msgs, nil)
 	if err != nil || outcome != checkpoint.Applied {
 		t.Fatalf("fold example %s: %v, %v", name, outcome, err)
@@ -257,7 +244,34 @@ func sample(t *testing.T, name string) conversation {
 	if st.Cursor != evidence.NewestRequest(msgs) || st.Buckets.Len() == 0 {
 		t.Fatalf("example %s folds to cursor %d with %d entries: not a useful sample", name, st.Cursor, st.Buckets.Len())
 	}
-	return conversation{UserID: c.UserID, ConversationID: c.ConversationID, Want: st}
+	return conversation{UserID: user, ConversationID: conv, Want: st}
+}
+
+// sampleHistory returns an example conversation's key and messages.
+func sampleHistory(t *testing.T, name string) (user, conv string, history []json.RawMessage) {
+	t.Helper()
+	data, err := examples.Conversation(name)
+	if err != nil {
+		t.Fatalf("example %s: %v", name, err)
+	}
+	var c struct {
+		UserID         string            `json:"user_id"`
+		ConversationID string            `json:"conversation_id"`
+		Messages       []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatalf("example %s: %v", name, err)
+	}
+	return c.UserID, c.ConversationID, c.Messages
+}
+
+func decode(t *testing.T, history []json.RawMessage) []checkpoint.Message {
+	t.Helper()
+	raw, err := json.Marshal(history)
+	pgtest.Must(t, err, "encode history")
+	msgs, err := checkpoint.DecodeMessages(raw)
+	pgtest.Must(t, err, "decode history")
+	return msgs
 }
 
 // requireEvidence checks a read API answer against the pure fold: every
