@@ -2,12 +2,9 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -75,17 +72,7 @@ func (e *env) startPacedTarget(ctx context.Context) (*pacedTarget, error) {
 		_ = worker.stop()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = worker.stop()
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	var raw [32]byte
-	_, _ = rand.Read(raw[:])
-	secret := hex.EncodeToString(raw[:])
-	apiChild, err := e.spawn("api", "NATS_URL="+e.cfg.NATSURL, "RECALL_HTTP_ADDR="+addr, "RECALL_JWT_SECRET="+secret)
+	apiChild, apiURL, secret, err := e.spawnAPI()
 	if err != nil {
 		_ = worker.stop()
 		return nil, err
@@ -94,7 +81,7 @@ func (e *env) startPacedTarget(ctx context.Context) (*pacedTarget, error) {
 	t.stop = func() error { return errors.Join(apiChild.stop(), worker.stop()) }
 	client := newHTTPClient(2)
 	defer client.CloseIdleConnections()
-	t.apiURL = "http://" + addr
+	t.apiURL = apiURL
 	if err := apiChild.waitHealthy(ctx, client, t.apiURL); err != nil {
 		_ = t.stop()
 		return nil, err

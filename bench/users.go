@@ -198,21 +198,11 @@ func (e *env) jwksLoad(ctx context.Context, st *store.Store, userID string, conv
 func (e *env) exportAndDelete(ctx context.Context, userID string, res *Result) error {
 	// The child needs connections of its own.
 	e.pool.Reset()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	var raw [32]byte
-	_, _ = rand.Read(raw[:])
-	secret := hex.EncodeToString(raw[:])
-	child, err := e.spawn("api", "NATS_URL="+e.cfg.NATSURL, "RECALL_HTTP_ADDR="+addr, "RECALL_JWT_SECRET="+secret)
+	child, base, secret, err := e.spawnAPI()
 	if err != nil {
 		return err
 	}
 	defer child.stop()
-	base := "http://" + addr
 	client := newHTTPClient(2)
 	defer client.CloseIdleConnections()
 	if err := child.waitHealthy(ctx, client, base); err != nil {
@@ -269,6 +259,25 @@ func (e *env) exportAndDelete(ctx context.Context, userID string, res *Result) e
 	}
 	e.progress("users: DELETE of %d conversations and %d entries in %.2fs", res.UsersConversations, res.UsersArchiveEntries, res.DeleteUserSeconds)
 	return child.stop()
+}
+
+// spawnAPI starts a child `recall api` on a free loopback port with a JWT
+// secret of its own, and returns it with its base URL and the secret.
+func (e *env) spawnAPI() (c *child, apiURL, secret string, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", "", err
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	var raw [32]byte
+	_, _ = rand.Read(raw[:])
+	secret = hex.EncodeToString(raw[:])
+	c, err = e.spawn("api", "NATS_URL="+e.cfg.NATSURL, "RECALL_HTTP_ADDR="+addr, "RECALL_JWT_SECRET="+secret)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return c, "http://" + addr, secret, nil
 }
 
 // waitHealthy waits until the child answers GET /healthz.
