@@ -51,18 +51,9 @@ func Example() {
 // of the conversation, with the chain digest of what came before. A history
 // that no longer starts with what was sent goes out as a full snapshot.
 func ExampleWithMode() {
-	url, stop := runServer()
+	js, _, stop := runJetStream() // a JetStream client, connected as in Example
 	defer stop()
 
-	nc, err := nats.Connect(url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		log.Fatal(err)
-	}
 	n := 0
 	pub, err := publisher.New(js,
 		publisher.WithMode(publisher.Append),
@@ -102,18 +93,9 @@ func ExampleWithMode() {
 // Delete publishes a delete event: recall deletes the conversation's evidence
 // and messages and rejects later events for it.
 func ExamplePublisher_Delete() {
-	url, stop := runServer()
+	js, _, stop := runJetStream() // a JetStream client, connected as in Example
 	defer stop()
 
-	nc, err := nats.Connect(url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		log.Fatal(err)
-	}
 	pub, err := publisher.New(js)
 	if err != nil {
 		log.Fatal(err)

@@ -18,10 +18,17 @@ func TestMain(m *testing.M) {
 }
 
 // runServer starts an in-process NATS server with JetStream for an example,
-// which has no *testing.T for testutil/natstest, and creates the
-// stream recall's workers would create. stop shuts it down and removes its
-// data.
+// which has no *testing.T for testutil/natstest, and creates the stream
+// recall's workers would create. stop shuts it down and removes its data.
 func runServer() (url string, stop func()) {
+	_, url, stop = runJetStream()
+	return url, stop
+}
+
+// runJetStream is runServer with a client connected to the server, for the
+// examples that show what comes after connecting (Example shows the
+// connection): stop closes the client too.
+func runJetStream() (js jetstream.JetStream, url string, stop func()) {
 	dir, err := os.MkdirTemp("", "publisher-example-")
 	if err != nil {
 		panic(err)
@@ -36,18 +43,20 @@ func runServer() (url string, stop func()) {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		panic("nats server not ready")
 	}
+	nc, err := nats.Connect(srv.ClientURL())
 	stop = func() {
+		if nc != nil {
+			nc.Close()
+		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		os.RemoveAll(dir)
 	}
-	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		stop()
 		panic(err)
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err = jetstream.New(nc)
 	if err != nil {
 		stop()
 		panic(err)
@@ -58,5 +67,5 @@ func runServer() (url string, stop func()) {
 		stop()
 		panic(fmt.Sprintf("create stream: %v", err))
 	}
-	return srv.ClientURL(), stop
+	return js, srv.ClientURL(), stop
 }
