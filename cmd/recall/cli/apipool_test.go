@@ -26,12 +26,7 @@ func TestAPIHasItsOwnPool(t *testing.T) {
 	ns := natstest.Start(t)
 	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
 	secret := cfg.JWTSecret
-	logger := slog.New(slog.DiscardHandler)
-	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop(logger) })
+	a := startApp(t, cfg, roles{worker: true, api: true})
 	if a.apiPool == nil || a.apiPool == a.pool {
 		t.Fatal("the API reads through the ingest pool")
 	}
@@ -94,4 +89,17 @@ func runConfig(dbURL, natsURL string) *config {
 		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 3, MaxWaiters: 10,
 		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
 	}
+}
+
+// startApp starts the parts r names with cfg as the commands do (migrating
+// first), and stops them when the test ends.
+func startApp(t *testing.T, cfg *config, r roles) *app {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	a, err := start(t.Context(), cfg, r, true, logger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.stop(logger) })
+	return a
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,11 +15,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/testutil/natstest"
 	"github.com/recallhq/recall/testutil/pgtest"
-	"github.com/recallhq/recall/worker"
 )
 
 // testIdP serves a JWKS with one Ed25519 key, kid "ed-1".
@@ -101,22 +98,13 @@ func TestRunWithIdentityProvider(t *testing.T) {
 	ns := natstest.Start(t)
 	jwksURL, idpKey := testIdP(t)
 	current, previous := strings.Repeat("n", 32), strings.Repeat("o", 32)
-	cfg := &config{
-		DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0",
-		JWTSecret: current, JWTPreviousSecrets: []string{previous}, JWKSURL: jwksURL, JWTIssuer: "https://idp.example", JWTAudience: "recall",
-		Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second, Concurrency: 2,
-		MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 2, MaxWaiters: 10,
-		Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
-	}
+	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
+	cfg.JWTSecret, cfg.JWTPreviousSecrets = current, []string{previous}
+	cfg.JWKSURL, cfg.JWTIssuer, cfg.JWTAudience = jwksURL, "https://idp.example", "recall"
 	if err := cfg.loadAPIAuth(); err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.DiscardHandler)
-	a, err := start(t.Context(), cfg, roles{api: true}, true, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop(logger) })
+	a := startApp(t, cfg, roles{api: true})
 	hs := func(secret string) string {
 		s, err := apiclient.Sign([]byte(secret), "u-1", time.Hour, nil)
 		if err != nil {

@@ -2,17 +2,14 @@ package cli
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/testutil/natstest"
 	"github.com/recallhq/recall/testutil/pgtest"
-	"github.com/recallhq/recall/worker"
 )
 
 // TestRiverUI serves the River UI on its own address, in an API-only
@@ -26,19 +23,10 @@ func TestRiverUI(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ns := natstest.Start(t)
-			secret := strings.Repeat("s", 32)
-			cfg := &config{
-				DatabaseURL: pgtest.NewDatabase(t), NATSURL: ns.URL(), HTTPAddr: "127.0.0.1:0", RiverUIAddr: "127.0.0.1:0",
-				JWTSecret: secret, Subject: worker.DefaultSubject, Stream: worker.DefaultStream, ShutdownTimeout: 5 * time.Second,
-				Concurrency: 2, MaxEventBytes: 1 << 20, GapTimeout: time.Second, APIMaxConns: 2, MaxWaiters: 10,
-				Profile: string(evidence.ProfileFocus), ArchiveMaxEntries: evidence.DefaultMaxArchiveEntries,
-			}
-			logger := slog.New(slog.DiscardHandler)
-			a, err := start(t.Context(), cfg, r, true, logger, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = a.stop(logger) })
+			cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
+			cfg.RiverUIAddr = "127.0.0.1:0"
+			secret := cfg.JWTSecret
+			a := startApp(t, cfg, r)
 			if a.UIAddr == "" || a.UIAddr == a.Addr {
 				t.Fatalf("River UI at %q, API at %q: want an address of its own", a.UIAddr, a.Addr)
 			}

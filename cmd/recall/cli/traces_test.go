@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -257,12 +256,7 @@ func TestTracesOffByDefault(t *testing.T) {
 	ns := natstest.Start(t)
 	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
 	cfg.getenv = func(string) string { return "" }
-	logger := slog.New(slog.DiscardHandler)
-	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop(logger) })
+	a := startApp(t, cfg, roles{worker: true, api: true})
 	if a.tp != nil || a.tracing != nil {
 		t.Errorf("traces are on with no OTEL_* variable: %T", a.tp)
 	}
@@ -288,12 +282,7 @@ func startTraced(t *testing.T) traced {
 	ns := natstest.Start(t)
 	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
 	cfg.tracerProvider = tp
-	logger := slog.New(slog.DiscardHandler)
-	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop(logger) })
+	a := startApp(t, cfg, roles{worker: true, api: true})
 	return traced{exp: exp, tp: tp, ns: ns, cfg: cfg, a: a}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"testing"
@@ -42,12 +41,7 @@ func startUsersRun(t *testing.T) *usersRun {
 	ns := natstest.Start(t)
 	cfg := runConfig(pgtest.NewDatabase(t), ns.URL())
 	secret := cfg.JWTSecret
-	logger := slog.New(slog.DiscardHandler)
-	a, err := start(t.Context(), cfg, roles{worker: true, api: true}, true, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.stop(logger) })
+	a := startApp(t, cfg, roles{worker: true, api: true})
 	pool := pgtest.Pool(t, cfg.DatabaseURL)
 	nc, js := natstest.Connect(t, ns.URL())
 	return &usersRun{t: t, base: "http://" + a.Addr, secret: secret, pool: pool, js: js, nc: nc}
