@@ -217,24 +217,13 @@ func unescapeCanonical(dst, s []byte) []byte {
 			continue
 		}
 		i++
-		switch s[i] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
+		if s[i] == 'u' {
 			r, _ := hex4(s[i+1:])
 			dst = append(dst, byte(r))
 			i += 4
-		default: // '"' and '\\'
-			dst = append(dst, s[i])
+			continue
 		}
+		dst = append(dst, unescaped[s[i]])
 	}
 	return dst
 }

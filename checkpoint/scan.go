@@ -183,16 +183,21 @@ func escapeLen(s []byte) int {
 	if len(s) < 2 {
 		return 0
 	}
-	switch s[1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+	if unescaped[s[1]] != 0 {
 		return 2
-	case 'u':
+	}
+	if s[1] == 'u' {
 		if _, ok := hex4(s[2:]); ok {
 			return 6
 		}
 	}
 	return 0
 }
+
+// unescaped holds the character each one-character escape (\" \\ \/ \b \f
+// \n \r \t) stands for, by the character after the backslash; 0 for the
+// others.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // stringValue returns the string a JSON string value (quotes included)
 // decodes to, as encoding/json decodes it; ok is false for anything but a
@@ -226,16 +231,6 @@ func unquote(body []byte) string {
 			continue
 		}
 		switch body[i+1] {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
 		case 'u':
 			r, _ := hex4(body[i+2:])
 			i += 6
@@ -253,8 +248,8 @@ func unquote(body []byte) string {
 			}
 			b = utf8.AppendRune(b, r)
 			continue
-		default: // '"', '\\', '/'
-			b = append(b, body[i+1])
+		default:
+			b = append(b, unescaped[body[i+1]])
 		}
 		i += 2
 	}
