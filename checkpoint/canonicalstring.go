@@ -188,25 +188,21 @@ func hex4(s []byte) (rune, bool) {
 // appendCanonicalRune writes r as appendCanonicalString writes it inside a
 // string.
 func appendCanonicalRune(b []byte, r rune) []byte {
-	switch r {
-	case '"', '\\':
-		return append(b, '\\', byte(r))
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\t':
-		return append(b, '\\', 't')
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\f':
-		return append(b, '\\', 'f')
-	case '\r':
-		return append(b, '\\', 'r')
+	if r < utf8.RuneSelf {
+		if e := shortEscape[r]; e != 0 {
+			return append(b, '\\', e)
+		}
 	}
 	if r < 0x20 {
 		return append(b, '\\', 'u', '0', '0', lowerHex[r>>4], lowerHex[r&0xf])
 	}
 	return utf8.AppendRune(b, r)
 }
+
+// shortEscape holds the letter of the short escape RFC 8785 writes for a
+// character ('"' for '"', 'n' for '\n', …); 0 for the characters written as
+// they are or as \u00xx.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\t': 't', '\n': 'n', '\f': 'f', '\r': 'r'}
 
 // unescapeCanonical appends the characters of the canonical string body s
 // (without its quotes) to dst.

@@ -225,20 +225,9 @@ func appendCanonicalString(b []byte, s string) []byte {
 			continue
 		}
 		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
+		if e := shortEscape[c]; e != 0 {
+			b = append(b, '\\', e)
+		} else {
 			b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
 		}
 		i++
