@@ -287,8 +287,8 @@ func (p *Publisher) publish(ctx context.Context, ev *Event) (ack *Ack, err error
 	if out.Kind == "" {
 		out.Kind = checkpoint.KindSnapshot
 	}
-	if out.EventID == "" || len(out.EventID) > 1024 {
-		return nil, fmt.Errorf("publisher: event id must be 1 to 1,024 bytes, not %d", len(out.EventID))
+	if out.EventID == "" || len(out.EventID) > checkpoint.MaxEventIDBytes {
+		return nil, fmt.Errorf("publisher: event id must be 1 to %d bytes, not %d", checkpoint.MaxEventIDBytes, len(out.EventID))
 	}
 	data, err := out.MarshalJSON()
 	if err != nil {
