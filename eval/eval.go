@@ -48,7 +48,7 @@ func Run(fixtures []Fixture, opts Options) (*Report, error) {
 }
 
 func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) (FixtureReport, error) {
-	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Probes: []ProbeResult{}, Corrected: []Correction{}, Leaks: []Leak{}}
+	fr := FixtureReport{Name: f.Name, Facts: []FactResult{}, Probes: []ProbeResult{}, Corrected: []Correction{}, Stale: []Correction{}, Leaks: []Leak{}}
 	convs := f.convs
 	if convs == nil {
 		var err error
@@ -177,6 +177,7 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int) 
 				fr.Corrected = append(fr.Corrected, sc)
 				if _, ok := findFact(&st, sc.By); !ok {
 					fr.StaleShown++
+					fr.Stale = append(fr.Stale, sc)
 				}
 			}
 		}

@@ -68,6 +68,9 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 	}
 	for i := range r.Fixtures {
 		f := &r.Fixtures[i]
+		for _, sc := range f.Stale {
+			fmt.Fprintf(&b, "%-5s %s: %q shown without %q, which corrects it\n", "stale", f.Name, clip(sc.Text), clip(sc.By))
+		}
 		for _, sc := range f.Corrected {
 			fmt.Fprintf(&b, "%-5s %s: %q still shown, corrected by %q\n", "old", f.Name, clip(sc.Text), clip(sc.By))
 		}

@@ -177,8 +177,10 @@ type FixtureReport struct {
 	Facts []FactResult `json:"facts"`
 	// Probes are the probes and the facts each missed.
 	Probes []ProbeResult `json:"probes"`
-	// Corrected are the corrected facts still shown after the last turn.
+	// Corrected are the corrected facts still shown after the last turn,
+	// and Stale those of them shown without the words that correct them.
 	Corrected []Correction `json:"corrected"`
+	Stale     []Correction `json:"stale"`
 	// Leaks are the forbidden markers found, each once, at its first turn.
 	Leaks []Leak `json:"leaks"`
 	// Problems describe invalid or oversized messages and inconsistencies,
