@@ -85,7 +85,11 @@ func ExtractItems(msgs []checkpoint.Message, from int, carry *Carry, cfg *Config
 			}
 			date = carry.Date
 		}
-		for _, sp := range Segment(m.Text) {
+		var spans []Span
+		for _, sentence := range Segment(m.Text) {
+			spans = append(spans, Clauses(m.Text, sentence)...)
+		}
+		for _, sp := range spans {
 			excerpt, truncated := Excerpt(m.Text[sp[0]:sp[1]], c.MaxExcerptBytes)
 			if excerpt == "" {
 				continue

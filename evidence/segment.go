@@ -190,3 +190,71 @@ januari februari maart mei augustus oktober`) {
 	}
 	return m
 }()
+
+// Clauses. A long sentence that holds several statements ("the van goes
+// back on the 14th; the keys stay with Lena — the deposit comes back in
+// cash") is cut at its clause boundaries, so that one clause can be shown,
+// or corrected, without the others: at a semicolon, at a dash set off by
+// spaces, and, in a very long sentence, at a comma before a conjunction.
+// A sentence shorter than clauseMinBytes is one entry, and a clause that
+// would be shorter than clauseMinPart stays with its neighbour. (Cutting
+// every sentence of 140 bytes at ", and", ", but", … lost facts people
+// state across the conjunction: "AI is allowed, but every submission
+// needs a log".)
+const (
+	clauseMinBytes = 200
+	clauseMinPart  = 40
+	// commaMinBytes: a comma before a conjunction cuts only a sentence this
+	// long (shorter, the two halves most often say one thing).
+	commaMinBytes = 320
+)
+
+// clauseConjunctions begin a clause after a comma, in the languages recall
+// stems.
+var clauseConjunctions = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`and but so while whereas although though
+und aber sondern während obwohl et mais alors tandis pero aunque mientras
+ma mentre però mas enquanto porém en maar terwijl och men medan ve ama fakat и но а однако`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// Clauses splits the sentence text[sp[0]:sp[1]] at its clause boundaries,
+// each clause trimmed, and returns sp itself when it has none.
+func Clauses(text string, sp Span) []Span {
+	s := text[sp[0]:sp[1]]
+	if len(s) < clauseMinBytes {
+		return []Span{sp}
+	}
+	var cuts []int // where each clause after the first starts, in s
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == ';':
+			cuts = append(cuts, i+1)
+		case s[i] == ' ' && i+2 < len(s) && s[i+1] == '-' && s[i+2] == ' ':
+			cuts = append(cuts, i+2)
+		case s[i] == ' ' && (strings.HasPrefix(s[i+1:], "– ") || strings.HasPrefix(s[i+1:], "— ")):
+			cuts = append(cuts, i+1+len("—"))
+		case s[i] == ',' && len(s) >= commaMinBytes && clauseConjunctions[firstWord(s[i+1:])]:
+			cuts = append(cuts, i+1)
+		}
+	}
+	var out []Span
+	start := 0
+	for _, c := range append(cuts, len(s)) {
+		if c-start < clauseMinPart && c < len(s) {
+			continue // too short to stand alone: it stays with the next
+		}
+		if len(s)-c < clauseMinPart && c < len(s) {
+			continue // the rest would be too short: it stays with this one
+		}
+		out = appendPiece(out, text, sp[0]+start, sp[0]+c)
+		start = c
+	}
+	if len(out) == 0 {
+		return []Span{sp}
+	}
+	return out
+}
