@@ -74,6 +74,9 @@ func (e *Extraction) Add(ctx context.Context, msgs []checkpoint.Message, prefix 
 		if err != nil {
 			return err
 		}
+		if err := promoteAccepted(ctx, e.archive, msgs, s.Cursor); err != nil {
+			return err
+		}
 	}
 	s.Cursor += len(msgs)
 	s.PrefixDigest = prefix

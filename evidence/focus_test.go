@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -374,6 +375,74 @@ func TestClauses(t *testing.T) {
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("clauses of %q (-want +got):\n%s", tt.text, diff)
+		}
+	}
+}
+
+func TestAcceptance(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		reply  string
+		ok     bool
+		option int
+		names  []string
+	}{
+		{"ok, the second one", true, 2, nil},
+		{"go with option 2. Hana will live", true, 2, nil},
+		{"dale, la B", true, 2, nil},
+		{"la 2, obvio, sofi va a estar muerta", true, 2, nil},
+		{"yes, do that.", true, 0, nil},
+		{"ja, die zweite", true, 2, nil},
+		{"ok, Calm Canine then", true, 0, []string{"calm", "canine"}},
+		{"ok where are we. what's still open?", false, 0, nil},
+		{"ok but not the second one", false, 0, nil},
+		{"which one is cheaper?", false, 0, nil},
+		{"I ordered the treats yesterday and he loves them", false, 0, nil},
+	}
+	for _, tt := range tests {
+		ok, option, names := acceptance(tt.reply)
+		if ok != tt.ok || option != tt.option || !slices.Equal(names, tt.names) {
+			t.Errorf("acceptance(%q) = %v, %d, %q; want %v, %d, %q", tt.reply, ok, option, names, tt.ok, tt.option, tt.names)
+		}
+	}
+}
+
+// TestAcceptedProposalWeighsAsTheUsers checks that the option of an
+// assistant's proposal that the user took with a bare "ok, the second
+// one" weighs as the user's own decision: it outlasts chatter that would
+// push out an assistant's sentence, and the options not taken do not.
+func TestAcceptedProposalWeighsAsTheUsers(t *testing.T) {
+	t.Parallel()
+	h := []checkpoint.Message{
+		checkpointtest.User("m0", "We need a venue for the team offsite in May."),
+		checkpointtest.Assistant("m1", "Three options I found:\n1. Harbour Loft, 40 seats, city centre.\n2. Mill House in Orvik, 60 seats, with rooms for the night.\n3. The Glasshouse, 35 seats, by the station."),
+		checkpointtest.User("m2", "ok, the second one"),
+		checkpointtest.Assistant("m3", "Noted."),
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for i, n := range chatterNotes(rng, 150) {
+		h = append(h, checkpointtest.User(fmt.Sprintf("c%d", i), n), checkpointtest.Assistant(fmt.Sprintf("r%d", i), "Logged."))
+	}
+	h = append(h, checkpointtest.User("last", "Draft the invitation."))
+	s, _, err := Fold(NewState(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken []string
+	for _, e := range s.Buckets.Decisions {
+		if e.Index == 1 {
+			taken = append(taken, e.Excerpt)
+			if e.Role != checkpoint.RoleAssistant {
+				t.Errorf("the accepted entry's role is %q: it is the assistant's words", e.Role)
+			}
+		}
+	}
+	if want := []string{"2. Mill House in Orvik, 60 seats, with rooms for the night."}; !slices.Equal(taken, want) {
+		t.Errorf("the proposal's entries shown as decisions: %q, want %q\n%v", taken, want, Render(&s))
+	}
+	for _, it := range s.Archive.Items() {
+		if it.Index == 1 && it.Tier != TierUserKey && strings.HasPrefix(it.Excerpt, "2.") {
+			t.Errorf("the option taken is of tier %d, not the user's first", it.Tier)
 		}
 	}
 }

@@ -181,7 +181,15 @@ func (a *Archive) Replace(_ context.Context, keys []string, items []Item) (int, 
 	n := len(a.items)
 	a.items = slices.DeleteFunc(a.items, func(it Item) bool { return gone[it.Key] })
 	deleted := n - len(a.items)
+	inOrder := len(a.items) == 0 || len(items) == 0 || items[0].Newer(&a.items[len(a.items)-1])
 	a.items = append(a.items, items...)
+	if !inOrder {
+		// Items of older messages (an entry weighed again): the archive
+		// stays in history order.
+		slices.SortStableFunc(a.items, func(x, y Item) int {
+			return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Span[0], y.Span[0]))
+		})
+	}
 	return deleted, nil
 }
 

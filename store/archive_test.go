@@ -40,11 +40,15 @@ func longConversation(n int, seed uint64) []json.RawMessage {
 		"[2:15 pm on 3 March, 2025] Lena: %s is booked.",
 		"When is %s?",
 		"Reading 4411: %s at 12.5 on 3/4, invoice 88-1 for 310 EUR.",
+		// A reply that takes an option the assistant proposed (replies
+		// below), which the archive weighs again as the user's.
+		"ok, the second one",
 	}
 	replies := []string{
 		"Noted: %s is settled for now.",
 		"I'll follow up on %s tomorrow. The quote expires on Friday.",
 		"%s looks fine; nothing else is needed.",
+		"Two ways:\n1. Keep %s as it is.\n2. Move %s to Friday, after the audit.",
 	}
 	var h []json.RawMessage
 	add := func(m map[string]any) {
