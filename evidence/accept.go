@@ -189,6 +189,9 @@ func promoteAccepted(ctx context.Context, a ArchiveStore, msgs []checkpoint.Mess
 		}
 		keys := make([]string, len(took))
 		for j := range took {
+			// An archive need not give items back with their keys: the
+			// key is the excerpt's.
+			took[j].Key = restatementKey(took[j].Excerpt)
 			keys[j] = took[j].Key
 			promote(&took[j])
 		}
