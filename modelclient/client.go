@@ -145,73 +145,120 @@ func (f Format) String() string {
 	}
 }
 
-// Completion is an endpoint's answer.
-type Completion struct {
-	// Content is the answer's text: what modelnote.ParseAnswer reads.
-	Content string
-	// TokensIn and TokensOut are the usage the endpoint reported (0 when it
-	// reported none).
-	TokensIn, TokensOut int
-	// Format is the form of structured output the endpoint accepted.
-	Format Format
-}
+// Kind is how a call failed.
+type Kind int
 
-// Errors a call can end with. A *StatusError carries the endpoint's status.
-var (
-	// ErrTimeout: the call took longer than the timeout.
-	ErrTimeout = errors.New("the model endpoint did not answer in time")
-	// ErrBadResponse: a 2xx answer that is not a chat completion with text.
-	ErrBadResponse = errors.New("the model endpoint's answer is not a chat completion with text")
+// The kinds of failure.
+const (
+	// KindTimeout: the call took longer than the timeout.
+	KindTimeout Kind = iota
+	// KindTransport: the exchange failed (a refused connection, a reset).
+	KindTransport
+	// KindStatus: the endpoint answered a status other than 2xx.
+	KindStatus
+	// KindBadResponse: a 2xx answer that is not a chat completion with
+	// text.
+	KindBadResponse
 )
 
-// StatusError is a call answered with a status other than 2xx.
-type StatusError struct {
-	Code int
-	// RetryAfter is the delay the endpoint asked for (Retry-After, at most
+// Error is a failed call. It never quotes a prompt, an answer or the key.
+type Error struct {
+	Kind Kind
+	// Status is the endpoint's status (KindStatus).
+	Status int
+	// Retry is the delay the endpoint asked for (Retry-After, at most
 	// MaxRetryAfter), 0 when none.
-	RetryAfter time.Duration
+	Retry time.Duration
+	// Endpoint is the URL called, its secrets masked.
+	Endpoint string
+	err      error
 }
 
-func (e *StatusError) Error() string {
-	s := "the model endpoint answered " + strconv.Itoa(e.Code) + " " + http.StatusText(e.Code)
-	if e.RetryAfter > 0 {
-		s += ", retry after " + e.RetryAfter.String()
+func (e *Error) Error() string {
+	switch e.Kind {
+	case KindTimeout:
+		return "the model endpoint at " + e.Endpoint + " did not answer in time"
+	case KindStatus:
+		s := "the model endpoint at " + e.Endpoint + " answered " + strconv.Itoa(e.Status) + " " + http.StatusText(e.Status)
+		if e.Retry > 0 {
+			s += ", retry after " + e.Retry.String()
+		}
+		return s
+	case KindBadResponse:
+		return "the model endpoint at " + e.Endpoint + " answered something other than a chat completion with text"
+	default:
+		return "call the model endpoint at " + e.Endpoint + ": " + e.err.Error()
 	}
-	return s
 }
 
-// Transient reports whether err may go away when the call is made again: a
-// timeout, a transport error, 408, 429 or a 5xx. Other failures (another
-// 4xx, a bad response) are the same the next time.
-func Transient(err error) bool {
-	var se *StatusError
-	if errors.As(err, &se) {
-		return se.Code == http.StatusTooManyRequests || se.Code == http.StatusRequestTimeout || se.Code >= 500
+func (e *Error) Unwrap() error { return e.err }
+
+// Transient reports whether the failure may go away when the call is made
+// again: a timeout, a transport error, 408, 429 or a 5xx. Other failures
+// (another 4xx, a bad response) are the same the next time.
+func (e *Error) Transient() bool {
+	switch e.Kind {
+	case KindStatus:
+		return e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout || e.Status >= 500
+	case KindBadResponse:
+		return false
 	}
-	return err != nil && !errors.Is(err, ErrBadResponse)
+	return true
 }
+
+// RetryAfter returns the delay the endpoint asked for, 0 when none.
+func (e *Error) RetryAfter() time.Duration { return e.Retry }
+
+// Outcome names the failure for a metric label: timeout, transport_error,
+// rate_limited (429), server_error (5xx), client_error (another status) or
+// bad_response.
+func (e *Error) Outcome() string {
+	switch e.Kind {
+	case KindTimeout:
+		return "timeout"
+	case KindTransport:
+		return "transport_error"
+	case KindBadResponse:
+		return "bad_response"
+	}
+	switch {
+	case e.Status == http.StatusTooManyRequests:
+		return "rate_limited"
+	case e.Status >= 500:
+		return "server_error"
+	default:
+		return "client_error"
+	}
+}
+
+// Format returns the form of structured output the client asks for first:
+// the last one the endpoint accepted.
+func (c *Client) Format() Format { return Format(c.format.Load()) }
 
 // Complete sends p, asking for an answer of the JSON schema schema, and
 // returns the answer. An endpoint that rejects the schema's form is asked
 // again in the next form (see the package comment) within the same call.
-func (c *Client) Complete(ctx context.Context, p modelnote.Prompt, schema json.RawMessage) (Completion, error) {
+// A failed call's error is an *Error.
+func (c *Client) Complete(ctx context.Context, p modelnote.Prompt, schema json.RawMessage) (modelnote.Completion, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	start := Format(c.format.Load())
-	var err error
+	start := c.Format()
+	var err *Error
 	for f := start; f <= FormatPlain; f++ {
-		var comp Completion
+		var comp modelnote.Completion
 		comp, err = c.post(ctx, p, schema, f)
-		var se *StatusError
-		if errors.As(err, &se) && (se.Code == http.StatusBadRequest || se.Code == http.StatusUnprocessableEntity) && f < FormatPlain {
+		if err != nil && err.Kind == KindStatus && (err.Status == http.StatusBadRequest || err.Status == http.StatusUnprocessableEntity) && f < FormatPlain {
 			continue // the endpoint may not take this response_format
 		}
-		if err == nil && f != start {
+		if err != nil {
+			return comp, err
+		}
+		if f != start {
 			c.format.Store(int32(f))
 		}
-		return comp, err
+		return comp, nil
 	}
-	return Completion{}, err
+	return modelnote.Completion{}, err
 }
 
 // request is the chat-completions request body.
@@ -270,14 +317,24 @@ type response struct {
 	} `json:"usage"`
 }
 
-func (c *Client) post(ctx context.Context, p modelnote.Prompt, schema json.RawMessage, f Format) (Completion, error) {
+func (c *Client) post(ctx context.Context, p modelnote.Prompt, schema json.RawMessage, f Format) (modelnote.Completion, *Error) {
+	fail := func(kind Kind, err error) (modelnote.Completion, *Error) {
+		if ctx.Err() == context.DeadlineExceeded {
+			kind = KindTimeout
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // net/http's *url.Error quotes the whole URL
+		}
+		return modelnote.Completion{}, &Error{Kind: kind, Endpoint: c.shown, err: err}
+	}
 	body, err := c.Body(p, schema, f)
 	if err != nil {
-		return Completion{}, fmt.Errorf("encode the request: %w", err)
+		return fail(KindTransport, fmt.Errorf("encode the request: %w", err))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return Completion{}, fmt.Errorf("call the model endpoint at %s: %w", c.shown, err)
+		return fail(KindTransport, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -286,34 +343,22 @@ func (c *Client) post(ctx context.Context, p modelnote.Prompt, schema json.RawMe
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return Completion{}, c.transportError(ctx, err)
+		return fail(KindTransport, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return Completion{}, c.transportError(ctx, err)
+		return fail(KindTransport, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Completion{}, &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+		return modelnote.Completion{}, &Error{Kind: KindStatus, Status: resp.StatusCode, Endpoint: c.shown,
+			Retry: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	var r response
 	if len(raw) > MaxResponseBytes || json.Unmarshal(raw, &r) != nil || len(r.Choices) == 0 || r.Choices[0].Message.Content == nil {
-		return Completion{}, ErrBadResponse
+		return modelnote.Completion{}, &Error{Kind: KindBadResponse, Endpoint: c.shown}
 	}
-	return Completion{Content: *r.Choices[0].Message.Content, TokensIn: r.Usage.PromptTokens, TokensOut: r.Usage.CompletionTokens, Format: f}, nil
-}
-
-// transportError describes a failed exchange without the URL's secrets:
-// net/http's *url.Error quotes the whole URL.
-func (c *Client) transportError(ctx context.Context, err error) error {
-	if ctx.Err() == context.DeadlineExceeded {
-		return fmt.Errorf("%w (%s, at %s)", ErrTimeout, c.timeout, c.shown)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return fmt.Errorf("call the model endpoint at %s: %w", c.shown, err)
+	return modelnote.Completion{Content: *r.Choices[0].Message.Content, TokensIn: r.Usage.PromptTokens, TokensOut: r.Usage.CompletionTokens}, nil
 }
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date), at most

@@ -79,7 +79,7 @@ func TestComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if comp.TokensIn != 100 || comp.TokensOut != 20 || comp.Format != FormatJSONSchema {
+	if comp.TokensIn != 100 || comp.TokensOut != 20 || c.Format() != FormatJSONSchema {
 		t.Errorf("completion %+v, want 100 tokens in, 20 out, json_schema", comp)
 	}
 	a, err := modelnote.ParseAnswer(comp.Content, &ca, &cfg)
@@ -144,20 +144,21 @@ func TestFailures(t *testing.T) {
 		name          string
 		reply         fakemodel.Reply
 		timeout       time.Duration
-		wantErr       error
+		wantKind      Kind
 		wantStatus    int
 		wantRetry     time.Duration // at least
 		wantTransient bool
+		wantOutcome   string
 	}{
-		{"429 with Retry-After in seconds", fakemodel.Reply{Status: 429, RetryAfter: "7"}, 0, nil, 429, 7 * time.Second, true},
-		{"429 with Retry-After as a date", fakemodel.Reply{Status: 429, RetryAfter: date}, 0, nil, 429, 80 * time.Second, true},
-		{"503", fakemodel.Reply{Status: 503}, 0, nil, 503, 0, true},
-		{"500 echoing the prompt", fakemodel.Reply{Status: 500, Body: "We must ship by Friday."}, 0, nil, 500, 0, true},
-		{"401", fakemodel.Reply{Status: 401, Body: `{"error":"bad key ` + secretKey + `"}`}, 0, nil, 401, 0, false},
-		{"slower than the timeout", fakemodel.Reply{Delay: 5 * time.Second, Content: fakemodel.Notes()}, 200 * time.Millisecond, ErrTimeout, 0, 0, true},
-		{"not a chat completion", fakemodel.Reply{Body: `We must ship by Friday.`}, 0, ErrBadResponse, 0, 0, false},
-		{"no content", fakemodel.Reply{Body: `{"choices":[{"message":{"role":"assistant","content":null,"refusal":"no"}}]}`}, 0, ErrBadResponse, 0, 0, false},
-		{"no choices", fakemodel.Reply{Body: `{"choices":[]}`}, 0, ErrBadResponse, 0, 0, false},
+		{"429 with Retry-After in seconds", fakemodel.Reply{Status: 429, RetryAfter: "7"}, 0, KindStatus, 429, 7 * time.Second, true, "rate_limited"},
+		{"429 with Retry-After as a date", fakemodel.Reply{Status: 429, RetryAfter: date}, 0, KindStatus, 429, 80 * time.Second, true, "rate_limited"},
+		{"503", fakemodel.Reply{Status: 503}, 0, KindStatus, 503, 0, true, "server_error"},
+		{"500 echoing the prompt", fakemodel.Reply{Status: 500, Body: "We must ship by Friday."}, 0, KindStatus, 500, 0, true, "server_error"},
+		{"401", fakemodel.Reply{Status: 401, Body: `{"error":"bad key ` + secretKey + `"}`}, 0, KindStatus, 401, 0, false, "client_error"},
+		{"slower than the timeout", fakemodel.Reply{Delay: 5 * time.Second, Content: fakemodel.Notes()}, 200 * time.Millisecond, KindTimeout, 0, 0, true, "timeout"},
+		{"not a chat completion", fakemodel.Reply{Body: `We must ship by Friday.`}, 0, KindBadResponse, 0, 0, false, "bad_response"},
+		{"no content", fakemodel.Reply{Body: `{"choices":[{"message":{"role":"assistant","content":null,"refusal":"no"}}]}`}, 0, KindBadResponse, 0, 0, false, "bad_response"},
+		{"no choices", fakemodel.Reply{Body: `{"choices":[]}`}, 0, KindBadResponse, 0, 0, false, "bad_response"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,15 +174,15 @@ func TestFailures(t *testing.T) {
 			if tt.timeout > 0 && time.Since(start) > tt.timeout+2*time.Second {
 				t.Errorf("the call took %s, over its timeout %s", time.Since(start), tt.timeout)
 			}
-			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %#v, not an *Error", err)
 			}
-			var se *StatusError
-			if tt.wantStatus != 0 && (!errors.As(err, &se) || se.Code != tt.wantStatus || se.RetryAfter < tt.wantRetry) {
-				t.Errorf("err = %#v, want status %d, retry after at least %s", err, tt.wantStatus, tt.wantRetry)
+			if e.Kind != tt.wantKind || e.Status != tt.wantStatus || e.RetryAfter() < tt.wantRetry || e.Outcome() != tt.wantOutcome {
+				t.Errorf("err = %+v (%s), want kind %d, status %d, retry after at least %s, outcome %s", e, e.Outcome(), tt.wantKind, tt.wantStatus, tt.wantRetry, tt.wantOutcome)
 			}
-			if Transient(err) != tt.wantTransient {
-				t.Errorf("Transient(%v) = %v", err, !tt.wantTransient)
+			if e.Transient() != tt.wantTransient {
+				t.Errorf("Transient() of %v = %v", err, !tt.wantTransient)
 			}
 			for _, secret := range []string{secretKey, "Friday", "Postgres"} {
 				if strings.Contains(err.Error(), secret) {
@@ -211,8 +212,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			}
 		}
 	}
-	if !Transient(err) {
-		t.Errorf("a refused connection is not transient: %v", err)
+	var e *Error
+	if !errors.As(err, &e) || !e.Transient() || e.Outcome() != "transport_error" {
+		t.Errorf("a refused connection: %#v", err)
 	}
 }
 

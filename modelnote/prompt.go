@@ -12,6 +12,15 @@ type Prompt struct {
 	User   string
 }
 
+// Completion is a model's answer to a Prompt.
+type Completion struct {
+	// Content is the answer's text: what ParseAnswer reads.
+	Content string
+	// TokensIn and TokensOut are the usage the endpoint reported (0 when it
+	// reported none).
+	TokensIn, TokensOut int
+}
+
 // Prompt returns the call's prompt under cfg.
 func (c *Call) Prompt(cfg *Config) Prompt {
 	return Prompt{System: SystemPrompt(cfg.CaptureAssistant), User: c.Transcript()}

@@ -152,6 +152,22 @@ func (c Call) withWindow(before []Message, turns, room int) Call {
 	return c
 }
 
+// WindowStart returns where the pair window of a call that starts at lo
+// begins: the index of the turns-th last user message of held before lo
+// (the oldest there is, when fewer), or lo when turns is 0 or there is
+// none. A store keeps the messages from there on, and may drop the ones
+// before.
+func WindowStart(held []Message, lo, turns int) int {
+	start := lo
+	for i := len(held) - 1; i >= 0 && turns > 0; i-- {
+		if held[i].Index < lo && held[i].Role == checkpoint.RoleUser {
+			start = held[i].Index
+			turns--
+		}
+	}
+	return start
+}
+
 // The transcript's sections.
 const (
 	contextOpen  = "<context>\n"

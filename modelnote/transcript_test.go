@@ -263,3 +263,24 @@ func asciiLower(s string) string {
 	}
 	return string(b)
 }
+
+func TestWindowStart(t *testing.T) {
+	t.Parallel()
+	all := conversation() // users at even indexes
+	for _, tt := range []struct {
+		held      []Message
+		lo, turns int
+		want      int
+	}{
+		{all, 6, 2, 2}, {all, 7, 2, 4}, {all, 6, 1, 4}, {all, 6, 0, 6}, {all, 6, 10, 0}, {all[1:], 6, 10, 2}, {all, 0, 2, 0}, {nil, 5, 2, 5},
+	} {
+		if got := WindowStart(tt.held, tt.lo, tt.turns); got != tt.want {
+			t.Errorf("WindowStart(%v, %d, %d) = %d, want %d", indexes(tt.held), tt.lo, tt.turns, got, tt.want)
+		}
+		// The window Plan sends starts at or after it.
+		c := Plan(tt.held, tt.lo, tt.lo+1, &Config{ContextTurns: tt.turns, CaptureAssistant: true})
+		if len(c.Context) > 0 && c.Context[0].Index < tt.want {
+			t.Errorf("Plan's window starts at %d, before %d", c.Context[0].Index, tt.want)
+		}
+	}
+}
