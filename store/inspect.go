@@ -74,9 +74,11 @@ func (s *Store) explain(ctx context.Context, tx pgx.Tx, in *evidence.Inspection,
 	var role string
 	var evidential bool
 	var id, text []byte
-	err := tx.QueryRow(ctx, `SELECT role, evidential, message_id, text FROM recall_message
-WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`, rec.UserID, rec.ConversationID, rec.Cursor).
-		Scan(&role, &evidential, &id, &text)
+	var notes int
+	err := tx.QueryRow(ctx, `SELECT m.role, m.evidential, m.message_id, m.text, c.notes_count
+FROM recall_message m JOIN recall_conversation c USING (user_id, conversation_id)
+WHERE m.user_id = $1 AND m.conversation_id = $2 AND m.idx = $3`, rec.UserID, rec.ConversationID, rec.Cursor).
+		Scan(&role, &evidential, &id, &text, &notes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -84,7 +86,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`, rec.UserID, rec.Conve
 		return nil, fmt.Errorf("read the held request: %w", err)
 	}
 	request := heldMessage(checkpoint.Role(role), evidential, string(id), string(text))
-	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(&request), count)
+	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(&request), count, notes)
 	if err != nil {
 		return nil, err
 	}
