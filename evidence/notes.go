@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/recallhq/recall/checkpoint"
 )
@@ -218,4 +219,55 @@ func entryOrder(x, y Entry) int {
 		return -1
 	}
 	return cmp.Or(c, cmp.Compare(x.Span[0], y.Span[0]), cmp.Compare(x.Excerpt, y.Excerpt))
+}
+
+// ModelCall is what one call of the model lane did, without any text: its
+// range, outcome, notes and tokens.
+type ModelCall struct {
+	// Lo and Hi are the range the call covered, [Lo, Hi).
+	Lo      int `json:"lo"`
+	Hi      int `json:"hi"`
+	Attempt int `json:"attempt"`
+	// Outcome is "ok", "invalid_answer", or how the call failed (timeout,
+	// rate_limited, server_error, …).
+	Outcome   string  `json:"outcome"`
+	Notes     int     `json:"notes"`
+	Dropped   int     `json:"dropped"`
+	TokensIn  int     `json:"tokens_in"`
+	TokensOut int     `json:"tokens_out"`
+	Seconds   float64 `json:"seconds"`
+	// At is when it was recorded.
+	At time.Time `json:"at"`
+}
+
+// LaneInspection is what the evidence inspector shows of the model lane:
+// its notes, whether the view shows each, and its newest calls; never a
+// prompt or an answer beyond the notes.
+type LaneInspection struct {
+	// Notes are the newest notes, the latest source first; NoteCount
+	// counts them all.
+	Notes     []InspectedNote
+	NoteCount int
+	// Calls are the newest calls, newest first.
+	Calls []ModelCall
+}
+
+// InspectedNote is a note and whether the view shows it.
+type InspectedNote struct {
+	Note
+	Shown bool
+}
+
+// MarkShown sets Shown on the notes view shows.
+func (l *LaneInspection) MarkShown(view []Shown) {
+	shown := make(map[[2]string]bool)
+	for _, s := range view {
+		if s.ModelNote {
+			shown[[2]string{strconv.Itoa(s.Index), s.Excerpt}] = true
+		}
+	}
+	for i := range l.Notes {
+		n := &l.Notes[i]
+		n.Shown = shown[[2]string{strconv.Itoa(n.Index), n.Text}]
+	}
 }

@@ -16,7 +16,8 @@ import (
 // page). The
 // view is chosen again for the held request at the cursor from the same
 // candidates, by the same code (evidence.ExplainView), as extraction chose
-// it; Matches says whether it came out the same.
+// it; Matches says whether it came out the same. The first page also
+// carries the model lane's notes and calls.
 func (s *Store) Inspect(ctx context.Context, userID, conversationID string, after *evidence.ArchivePosition, limit int) (evidence.Inspection, error) {
 	in := evidence.Inspection{Record: evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()},
 		RequestIndex: -1, MaxTokens: s.fold.MaxTokens}
@@ -46,6 +47,15 @@ ORDER BY idx, span_start LIMIT $5`, userID, conversationID, pos.Index, pos.SpanS
 		x, err := s.explain(ctx, tx, &in, count)
 		if err != nil {
 			return err
+		}
+		if after == nil {
+			var view []evidence.Shown
+			if x != nil {
+				view = x.View.Shown
+			}
+			if in.Lane, err = inspectLane(ctx, tx, userID, conversationID, view); err != nil {
+				return err
+			}
 		}
 		in.Entries = make([]evidence.InspectedEntry, len(page))
 		for i := range page {

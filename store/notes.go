@@ -208,23 +208,30 @@ ORDER BY m.idx`, userID, conversationID, maxBytes)
 }
 
 // ModelCall is what one call of the lane did, without any text.
-type ModelCall struct {
-	// Lo and Hi are the range the call covered.
-	Lo, Hi  int
-	Attempt int
-	// Outcome is "ok", "invalid_answer", or how the call failed (a
-	// timeout, a status): a metric's label, never text.
-	Outcome string
-	// Notes and Dropped count the notes kept and dropped.
-	Notes, Dropped      int
-	TokensIn, TokensOut int
-	Seconds             float64
-	// At is when it was recorded (ModelCalls).
-	At time.Time
-}
+type ModelCall = evidence.ModelCall
 
 // maxModelCalls is how many calls a conversation's record keeps.
 const maxModelCalls = 20
+
+// inspectNotes is how many notes an inspection lists.
+const inspectNotes = 200
+
+// inspectLane reads the model lane's notes and calls for an inspection,
+// marking the notes view shows.
+func inspectLane(ctx context.Context, db querier, userID, conversationID string, view []evidence.Shown) (evidence.LaneInspection, error) {
+	var l evidence.LaneInspection
+	notes, total, err := readNotes(ctx, db, userID, conversationID, inspectNotes)
+	if err != nil {
+		return l, err
+	}
+	l.NoteCount = total
+	for _, n := range notes {
+		l.Notes = append(l.Notes, evidence.InspectedNote{Note: n})
+	}
+	l.MarkShown(view)
+	l.Calls, err = readCalls(ctx, db, userID, conversationID)
+	return l, err
+}
 
 // NotesWrite is what one call of the lane writes.
 type NotesWrite struct {

@@ -145,10 +145,21 @@ func TestNotesFollowExtraction(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM recall_model_call`); n != 1 {
 		t.Errorf("%d calls recorded, want 1", n)
 	}
-	// The stored view is what the inspector chooses again.
+	// The stored view is what the inspector chooses again; it lists the
+	// note, shown, and the call.
 	in, err := st.Inspect(t.Context(), "u", "c", nil, 10)
 	if err != nil || !in.Matches {
 		t.Errorf("inspection matches %v (%v)", in.Matches, err)
+	}
+	if l := in.Lane; l.NoteCount != 1 || len(l.Notes) != 1 || !l.Notes[0].Shown || len(l.Calls) != 1 || l.Calls[0].Outcome != "ok" {
+		t.Errorf("the inspection's lane %+v", l)
+	}
+	// A search shows the note too, read whole and from the search cache.
+	for range 2 {
+		found, err := st.Search(t.Context(), "u", "c", "point")
+		if err != nil || !strings.Contains(string(found.Body), `model note on user #2`) {
+			t.Errorf("search: %v, body %s", err, found.Body)
+		}
 	}
 	// Written again from the same read: stale, nothing written.
 	if res := write(t, pool, st, &r, cfg, []evidence.Note{note}); res.Outcome != checkpoint.Stale {
