@@ -64,6 +64,13 @@ const (
 	// notesWriteTimeout is what a notes job's timeout allows beyond the
 	// call: its reads and its write.
 	notesWriteTimeout = 30 * time.Second
+	// notesQuiet is how long a conversation must have been still before
+	// its call is made, and notesMaxWait how long a call waits for that at
+	// most: the events of a burst arrive within milliseconds of each
+	// other, and one call then covers them all, however many extractions
+	// they took.
+	notesQuiet   = 250 * time.Millisecond
+	notesMaxWait = 2 * time.Second
 )
 
 // ModelLane configures the model lane's jobs.
@@ -179,7 +186,7 @@ func (w *NotesWorker) Work(ctx context.Context, job *river.Job[store.NotesArgs])
 	ctx, span := w.tracer.Start(ctx, SpanModelNotes)
 	defer span.End()
 	key := job.Args
-	r, err := w.store.ReadNotesRange(ctx, key.UserID, key.ConversationID, 4*w.cfg.MaxBytes)
+	r, err := w.readQuiet(ctx, key)
 	if err != nil {
 		span.SetStatus(codes.Error, "read failed")
 		return err
@@ -229,6 +236,25 @@ func (w *NotesWorker) Work(ctx context.Context, job *river.Job[store.NotesArgs])
 		w.metrics.ModelNotes.WithLabelValues("written").Add(float64(len(write.Notes)))
 	}
 	return nil
+}
+
+// readQuiet reads the range of the conversation's next call once the
+// conversation has been still for notesQuiet (or notesMaxWait has passed),
+// so that a burst of events makes one call.
+func (w *NotesWorker) readQuiet(ctx context.Context, key store.NotesArgs) (store.NotesRange, error) {
+	deadline := time.Now().Add(notesMaxWait)
+	for {
+		r, err := w.store.ReadNotesRange(ctx, key.UserID, key.ConversationID, 4*w.cfg.MaxBytes)
+		if err != nil || r.Deleted || (!r.Pending && r.Quiet >= notesQuiet) || time.Now().After(deadline) {
+			return r, err
+		}
+		wait := max(notesQuiet-r.Quiet, 20*time.Millisecond)
+		select {
+		case <-time.After(min(wait, time.Until(deadline))):
+		case <-ctx.Done():
+			return r, ctx.Err()
+		}
+	}
 }
 
 // call makes the model call of c and returns its record and notes; retry

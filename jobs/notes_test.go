@@ -452,6 +452,30 @@ func TestNotesLaneBurst(t *testing.T) {
 	}
 }
 
+// TestNotesLaneBurstWhileRunning: the events of a burst that arrives
+// while the lane runs, each extracted as it comes, still make one call:
+// the call waits until the conversation has been still for a moment.
+func TestNotesLaneBurstWhileRunning(t *testing.T) {
+	t.Parallel()
+	l := setupLane(t, nil, nil)
+	l.start()
+	texts := []string{"We must ship by Friday.", "ok"}
+	for i := range 8 {
+		texts = append(texts, fmt.Sprintf("Fact number %d.", i), "ok")
+		l.ingest("c", turns(append(texts, "next")...))
+		time.Sleep(15 * time.Millisecond) // each event extracted on its own
+	}
+	l.waitIdle("c", 18, 10*time.Second)
+	var extractions int
+	if err := l.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'recall_extract'`).Scan(&extractions); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := l.model.Requests(); len(reqs) != 1 || len(reqs[0].Sources) != 9 {
+		t.Errorf("%d calls after %d extractions, want one of 9 user messages", len(reqs), extractions)
+	}
+	t.Logf("%d extractions, one call", extractions)
+}
+
 // TestSlowModelHoldsNothing: while calls wait on a slow model, extraction
 // goes on at its usual pace, for other conversations and for the one
 // whose call waits, and the calls in flight stay within the concurrency.

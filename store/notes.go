@@ -129,8 +129,13 @@ type NotesRange struct {
 	// Messages are the lane's messages (modelnote.FromHistory) of the held
 	// ones from the pair window's start up to Hi.
 	Messages []modelnote.Message
-	from     int
-	chains   []checkpoint.Digest // of the held messages from from on
+	// Quiet is how long ago the conversation last changed (an event, an
+	// extraction); Pending reports an extraction requested and not done:
+	// a burst still arriving, which the call waits for.
+	Quiet   time.Duration
+	Pending bool
+	from    int
+	chains  []checkpoint.Digest // of the held messages from from on
 }
 
 // Chain returns the chain digest of the history's [0, end), for
@@ -146,9 +151,10 @@ func (r *NotesRange) Chain(end int) checkpoint.Digest {
 func (s *Store) ReadNotesRange(ctx context.Context, userID, conversationID string, maxBytes int) (NotesRange, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH c AS (
-    SELECT deleted_at IS NOT NULL AS deleted, "cursor" AS hi, notes_cursor AS lo, coalesce(notes_hold_from, notes_cursor) AS f
+    SELECT deleted_at IS NOT NULL AS deleted, "cursor" AS hi, notes_cursor AS lo, coalesce(notes_hold_from, notes_cursor) AS f,
+        greatest(extract(epoch FROM clock_timestamp() - updated_at), 0) AS quiet, extract_requested_at IS NOT NULL AS pending
     FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2)
-SELECT c.deleted, c.hi, c.lo, c.f, m.idx, m.chain, m.role, m.evidential, m.message_id, m.text
+SELECT c.deleted, c.hi, c.lo, c.f, c.quiet, c.pending, m.idx, m.chain, m.role, m.evidential, m.message_id, m.text
 FROM c LEFT JOIN LATERAL (
     SELECT idx, chain, role, evidential, message_id, text FROM (
         SELECT idx, chain, role, evidential, message_id, text,
@@ -166,13 +172,14 @@ ORDER BY m.idx`, userID, conversationID, maxBytes)
 	r := NotesRange{Deleted: true}
 	var held []checkpoint.Message
 	for rows.Next() {
-		var deleted bool
+		var deleted, pending bool
 		var hi int
 		var lo, from, idx *int
+		var quiet *float64
 		var chain, id, text []byte
 		var role *string
 		var evidential *bool
-		if err := rows.Scan(&deleted, &hi, &lo, &from, &idx, &chain, &role, &evidential, &id, &text); err != nil {
+		if err := rows.Scan(&deleted, &hi, &lo, &from, &quiet, &pending, &idx, &chain, &role, &evidential, &id, &text); err != nil {
 			return NotesRange{}, fmt.Errorf("read the lane's messages: %w", err)
 		}
 		if deleted {
@@ -181,7 +188,10 @@ ORDER BY m.idx`, userID, conversationID, maxBytes)
 		if lo == nil {
 			return NotesRange{Lo: hi, Hi: hi}, nil // the lane never ran here
 		}
-		r.Deleted, r.Lo, r.Hi, r.from = false, *lo, hi, *from
+		r.Deleted, r.Lo, r.Hi, r.from, r.Pending = false, *lo, hi, *from, pending
+		if quiet != nil {
+			r.Quiet = time.Duration(*quiet * float64(time.Second))
+		}
 		if idx == nil {
 			continue
 		}
