@@ -186,7 +186,7 @@ func (w *NotesWorker) Work(ctx context.Context, job *river.Job[store.NotesArgs])
 	ctx, span := w.tracer.Start(ctx, SpanModelNotes)
 	defer span.End()
 	key := job.Args
-	r, err := w.readQuiet(ctx, key)
+	r, err := w.readQuiet(ctx, key, job.CreatedAt)
 	if err != nil {
 		span.SetStatus(codes.Error, "read failed")
 		return err
@@ -240,9 +240,20 @@ func (w *NotesWorker) Work(ctx context.Context, job *river.Job[store.NotesArgs])
 
 // readQuiet reads the range of the conversation's next call once the
 // conversation has been still for notesQuiet (or notesMaxWait has passed),
-// so that a burst of events makes one call.
-func (w *NotesWorker) readQuiet(ctx context.Context, key store.NotesArgs) (store.NotesRange, error) {
+// so that a burst of events makes one call. A job enqueued (by the
+// extraction that changed the conversation last, as a rule) less than
+// notesQuiet ago waits for the rest of it before it reads at all.
+func (w *NotesWorker) readQuiet(ctx context.Context, key store.NotesArgs, enqueued time.Time) (store.NotesRange, error) {
 	deadline := time.Now().Add(notesMaxWait)
+	// (A little more: the conversation's row was written at the same
+	// moment, and should read as still by then.)
+	if wait := notesQuiet + 20*time.Millisecond - time.Since(enqueued); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return store.NotesRange{}, ctx.Err()
+		}
+	}
 	for {
 		r, err := w.store.ReadNotesRange(ctx, key.UserID, key.ConversationID, 4*w.cfg.MaxBytes)
 		if err != nil || r.Deleted || (!r.Pending && r.Quiet >= notesQuiet) || time.Now().After(deadline) {

@@ -291,6 +291,13 @@ WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, w.UserID, w.ConversationID)
 	b.Queue(`SELECT chain FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`,
 		w.UserID, w.ConversationID, w.End-1)
+	if len(w.Notes) > 0 {
+		// The request at the locked row's cursor, which the view is chosen
+		// for again.
+		b.Queue(`SELECT m.role, m.evidential, m.message_id, m.text
+FROM recall_message m JOIN recall_conversation c USING (user_id, conversation_id)
+WHERE m.user_id = $1 AND m.conversation_id = $2 AND m.idx = c."cursor"`, w.UserID, w.ConversationID)
+	}
 	br := tx.SendBatch(ctx, b)
 	var version int64
 	var cursor, archiveCount, notesCount int
@@ -299,9 +306,22 @@ FOR UPDATE`, w.UserID, w.ConversationID)
 	rec := evidence.Record{UserID: w.UserID, ConversationID: w.ConversationID}
 	err := br.QueryRow().Scan(&version, &cursor, &lo, &holdFrom, &deleted, &archiveCount, &notesCount, &rec.Carry)
 	var chain []byte
+	var request checkpoint.Message
 	if err == nil {
 		if cerr := br.QueryRow().Scan(&chain); cerr != nil && !errors.Is(cerr, pgx.ErrNoRows) {
 			err = cerr
+		}
+	}
+	if err == nil && len(w.Notes) > 0 {
+		var role string
+		var evidential bool
+		var id, text []byte
+		if rerr := br.QueryRow().Scan(&role, &evidential, &id, &text); rerr == nil {
+			request = heldMessage(checkpoint.Role(role), evidential, string(id), string(text))
+		} else if !errors.Is(rerr, pgx.ErrNoRows) {
+			err = rerr
+		} else if !deleted {
+			err = fmt.Errorf("the request at the cursor is not held")
 		}
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
@@ -338,7 +358,7 @@ FOR UPDATE`, w.UserID, w.ConversationID)
 		b = &pgx.Batch{}
 		notesCount += len(w.Notes)
 		res.Version++
-		if body, view, err = s.viewAtCursor(ctx, tx, &rec, res.Version, cursor, archiveCount, notesCount); err != nil {
+		if body, view, err = s.viewAtCursor(ctx, tx, &rec, &request, res.Version, cursor, archiveCount, notesCount); err != nil {
 			return NotesResult{}, err
 		}
 	}
@@ -364,20 +384,11 @@ WHERE user_id = $1 AND conversation_id = $2`,
 	return res, nil
 }
 
-// viewAtCursor chooses the view for the request at the cursor of rec's
-// conversation (its key and the fold's carry set), as the extraction that
-// moved the cursor there did, and returns the body and view to store.
-func (s *Store) viewAtCursor(ctx context.Context, tx pgx.Tx, rec *evidence.Record, version int64, cursor, archiveCount, notesCount int) ([]byte, []byte, error) {
-	var role string
-	var evidential bool
-	var id, text []byte
-	err := tx.QueryRow(ctx, `SELECT role, evidential, message_id, text FROM recall_message
-WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`, rec.UserID, rec.ConversationID, cursor).Scan(&role, &evidential, &id, &text)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the held request: %w", err)
-	}
-	request := heldMessage(checkpoint.Role(role), evidential, string(id), string(text))
-	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(&request), archiveCount, notesCount)
+// viewAtCursor chooses the view for request, the request at the cursor of
+// rec's conversation (its key and the fold's carry set), as the extraction
+// that moved the cursor there did, and returns the body and view to store.
+func (s *Store) viewAtCursor(ctx context.Context, tx pgx.Tx, rec *evidence.Record, request *checkpoint.Message, version int64, cursor, archiveCount, notesCount int) ([]byte, []byte, error) {
+	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(request), archiveCount, notesCount)
 	if err != nil {
 		return nil, nil, err
 	}
