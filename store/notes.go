@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -515,4 +516,57 @@ func (a *archive) ReadNotes(ctx context.Context) ([]evidence.Note, int, error) {
 	notes, total, err := readNotes(ctx, a.db, a.userID, a.conversationID, evidence.NoteCandidates)
 	evidence.SortNotes(notes)
 	return notes, total, err
+}
+
+// UserNote is a note of one of a user's conversations, as an export lists
+// it.
+type UserNote struct {
+	ConversationID string
+	evidence.Note
+}
+
+// UserNotes yields every model note of the user's conversations, ordered by
+// conversation id and then by their source's place in the history, one page
+// of Config.ExportPage at a time. It stops at the first error, which it
+// yields.
+func (s *Store) UserNotes(ctx context.Context, userID string) iter.Seq2[UserNote, error] {
+	return func(yield func(UserNote, error) bool) {
+		var conv string
+		idx, ord := -1, -1
+		for {
+			rows, err := s.pool.Query(ctx, `
+SELECT conversation_id, idx, ord, bucket, role, message_id, text, truncated
+FROM recall_note
+WHERE user_id = $1 AND (conversation_id, idx, ord) > ($2, $3, $4)
+ORDER BY conversation_id, idx, ord
+LIMIT $5`, userID, conv, idx, ord, s.cfg.ExportPage)
+			if err != nil {
+				yield(UserNote{}, fmt.Errorf("export a user's notes: %w", err))
+				return
+			}
+			page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (UserNote, error) {
+				var n UserNote
+				var role string
+				var id, text []byte
+				var o, bucket int16
+				err := r.Scan(&n.ConversationID, &n.Index, &o, &bucket, &role, &id, &text, &n.Truncated)
+				n.Ord, n.Bucket, n.Role, n.MessageID, n.Text = int(o), evidence.Bucket(bucket), checkpoint.Role(role), string(id), string(text)
+				return n, err
+			})
+			if err != nil {
+				yield(UserNote{}, fmt.Errorf("export a user's notes: %w", err))
+				return
+			}
+			for _, n := range page {
+				if !yield(n, nil) {
+					return
+				}
+			}
+			if len(page) < s.cfg.ExportPage {
+				return
+			}
+			last := page[len(page)-1]
+			conv, idx, ord = last.ConversationID, last.Index, last.Ord
+		}
+	}
 }

@@ -282,6 +282,16 @@ func TestDeleteUserTakesNotes(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM recall_note`); n != 1 {
 		t.Fatalf("%d notes", n)
 	}
+	var exported []store.UserNote
+	for n, err := range st.UserNotes(t.Context(), "u") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		exported = append(exported, n)
+	}
+	if len(exported) != 1 || exported[0].ConversationID != "c" || exported[0].Text != "x" {
+		t.Errorf("the export's notes %+v", exported)
+	}
 	if _, err := st.DeleteUser(t.Context(), "u"); err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func durationSetter(p *time.Duration) func(string) error {
 // checks the lane's settings only when the extractor is model.
 func (m *modelSettings) validate(profile evidence.Profile) error {
 	switch m.Extractor {
-	case extractorLexical:
+	case "", extractorLexical:
 		return nil
 	case extractorModel:
 	default:
