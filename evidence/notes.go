@@ -55,7 +55,8 @@ func SortNotes(notes []Note) {
 // the newest this many of a conversation.
 const NoteCandidates = 64
 
-// The focus message writes a note as "model note on role #index: text".
+// The focus message writes a note as "model note on role #index: text"
+// (appendModelLine).
 const noteLinePrefix = "model note on "
 
 // modelNoteMember marks a note among an entry object's members.
@@ -71,30 +72,6 @@ func hasNotes(bs *Buckets) bool {
 		}
 	}
 	return false
-}
-
-// appendNoteLine appends the model line of a note entry as a JSON string.
-func appendNoteLine(b []byte, e *Entry) []byte {
-	b = append(b, '"')
-	b = append(b, noteLinePrefix...)
-	b = appendEscaped(b, string(e.Role))
-	b = append(b, " #"...)
-	b = strconv.AppendInt(b, int64(e.Index), 10)
-	b = append(b, ": "...)
-	b = appendEscaped(b, e.Excerpt)
-	if e.Truncated {
-		b = append(b, cutMark...)
-	}
-	return append(b, '"')
-}
-
-// noteLineLen returns len(appendNoteLine(nil, e)).
-func noteLineLen(e *Entry) int {
-	n := len(noteLinePrefix) + safeStringLen(string(e.Role)) + len(" #: ") + digits(e.Index) + safeStringLen(e.Excerpt) - 2
-	if e.Truncated {
-		n += len(cutMark)
-	}
-	return n
 }
 
 // AddNotes adds notes to the state's archive, held in memory as Fold

@@ -128,8 +128,9 @@ func appendModelMembers(b []byte, bs *Buckets) []byte {
 
 // ModelLine returns the text of e in the focus profile's evidence message:
 // "role #index: excerpt", "role #index (date): excerpt" for an entry shown
-// with its date, and "…" after an excerpt that was cut. Only what a model
-// reads: no message id, no span.
+// with its date, "model note on role #index: note" for a model's note, and
+// "…" after an excerpt that was cut. Only what a model reads: no message
+// id, no span.
 func ModelLine(e *Entry) string {
 	b := appendModelLine(nil, e)
 	var s string
@@ -141,10 +142,10 @@ func ModelLine(e *Entry) string {
 
 // appendModelLine appends the model line of e as a JSON string.
 func appendModelLine(b []byte, e *Entry) []byte {
-	if e.ModelNote {
-		return appendNoteLine(b, e)
-	}
 	b = append(b, '"')
+	if e.ModelNote {
+		b = append(b, noteLinePrefix...)
+	}
 	b = appendEscaped(b, string(e.Role))
 	b = append(b, " #"...)
 	b = strconv.AppendInt(b, int64(e.Index), 10)
@@ -163,10 +164,11 @@ func appendModelLine(b []byte, e *Entry) []byte {
 
 // modelLineLen returns len(appendModelLine(nil, e)).
 func modelLineLen(e *Entry) int {
+	n := 0
 	if e.ModelNote {
-		return noteLineLen(e)
+		n += len(noteLinePrefix)
 	}
-	n := safeStringLen(string(e.Role)) + len(" #: ") + digits(e.Index) + safeStringLen(e.Excerpt) - 2
+	n += safeStringLen(string(e.Role)) + len(" #: ") + digits(e.Index) + safeStringLen(e.Excerpt) - 2
 	if e.Truncated {
 		n += len(cutMark)
 	}

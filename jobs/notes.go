@@ -71,6 +71,9 @@ const (
 	// they took.
 	notesQuiet   = 250 * time.Millisecond
 	notesMaxWait = 2 * time.Second
+	// maxStaleSnoozes bounds how often a job whose write found the
+	// conversation changed reads again at once.
+	maxStaleSnoozes = 3
 )
 
 // ModelLane configures the model lane's jobs.
@@ -224,7 +227,10 @@ func (w *NotesWorker) Work(ctx context.Context, job *river.Job[store.NotesArgs])
 	})
 	if errors.Is(err, errStale) {
 		span.SetAttributes(attribute.String("recall.outcome", checkpoint.Stale.String()))
-		return river.JobSnooze(0) // read again, without counting an attempt
+		if snoozes(job) < maxStaleSnoozes {
+			return river.JobSnooze(0) // read again, without counting an attempt
+		}
+		return err // changing under every call: an attempt, and back-off
 	}
 	if err != nil {
 		span.SetStatus(codes.Error, "write failed")
@@ -280,8 +286,12 @@ func (w *NotesWorker) call(ctx context.Context, job *river.Job[store.NotesArgs],
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			// Shutdown or the job's own timeout: River tries again.
+			// Shutdown (or the job's own timeout): the job runs again as
+			// soon as a client starts, without counting an attempt.
 			rec.Outcome = "cancelled"
+			if snoozes(job) < maxStaleSnoozes {
+				return rec, nil, river.JobSnooze(0)
+			}
 			return rec, nil, fmt.Errorf("model call: %w", ctx.Err())
 		}
 		transient, after := true, time.Duration(0)

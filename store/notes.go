@@ -264,8 +264,10 @@ type NotesWrite struct {
 // NotesResult is the outcome of WriteNotesTx.
 type NotesResult struct {
 	// Outcome is checkpoint.Applied (written), Deleted (the conversation is
-	// gone: nothing written) or Stale (the lane is no longer where the call
-	// began, or the history differs: nothing written; read again).
+	// gone: nothing written), NothingToSummarise (the lane never ran for
+	// the conversation: nothing written) or Stale (the lane is no longer
+	// where the call began, or the history differs: nothing written; read
+	// again).
 	Outcome checkpoint.Outcome
 	// Version is the conversation's version after the write.
 	Version int64
@@ -333,7 +335,11 @@ WHERE m.user_id = $1 AND m.conversation_id = $2 AND m.idx = c."cursor"`, w.UserI
 		return NotesResult{Outcome: checkpoint.Deleted}, nil
 	case err != nil:
 		return NotesResult{}, fmt.Errorf("lock conversation: %w", err)
-	case lo == nil || *lo != w.Lo || w.End < w.Lo || w.End > cursor || (w.End > w.Lo && checkpoint.Digest(chain) != w.Chain):
+	case lo == nil:
+		// The lane never ran here (or was turned off since): a job left
+		// from before has nothing to do.
+		return NotesResult{Outcome: checkpoint.NothingToSummarise, Version: version}, nil
+	case *lo != w.Lo || w.End < w.Lo || w.End > cursor || (w.End > w.Lo && checkpoint.Digest(chain) != w.Chain):
 		return NotesResult{Outcome: checkpoint.Stale, Version: version}, nil
 	}
 

@@ -269,6 +269,14 @@ func TestLexicalReleasesTheLanesHold(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM recall_conversation WHERE notes_hold_from IS NULL AND notes_cursor IS NULL`); n != 1 {
 		t.Error("the lane's hold is still set")
 	}
+	// A notes job left from the lane finds nothing to do, and ends.
+	r, err := st.ReadNotesRange(t.Context(), "u", "c", 1<<20)
+	if err != nil || r.Deleted || r.Lo != r.Hi {
+		t.Fatalf("range %+v, %v", r, err)
+	}
+	if res := write(t, pool, st, &r, &modelnote.Config{}, nil); res.Outcome != checkpoint.NothingToSummarise {
+		t.Errorf("a leftover job's write: %s", res.Outcome)
+	}
 }
 
 // TestDeleteUserTakesNotes: a user's deletion takes the notes and call
