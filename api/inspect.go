@@ -113,10 +113,12 @@ type (
 		Next           *string                   `json:"next"`
 		Rejections     []Rejection               `json:"rejections"`
 		// The model lane's, on the first page: its newest notes, how many
-		// there are, and its newest calls (outcomes and counts, no text).
-		Notes      []inspectedNoteBody  `json:"notes"`
-		NoteCount  int                  `json:"note_count"`
-		ModelCalls []evidence.ModelCall `json:"model_calls"`
+		// there are, how many calls answered and the newest that failed
+		// (outcomes and counts, no text).
+		Notes         []inspectedNoteBody  `json:"notes"`
+		NoteCount     int                  `json:"note_count"`
+		ModelAnswered int                  `json:"model_calls_answered"`
+		ModelCalls    []evidence.ModelCall `json:"model_calls"`
 	}
 	inspectedNoteBody struct {
 		Index     int             `json:"index"`
@@ -178,7 +180,7 @@ func (h *Handler) inspectConversation(w http.ResponseWriter, r *http.Request) er
 		MessageCount: in.Record.MessageCount, ArchiveCount: in.ArchiveCount, RequestIndex: in.RequestIndex,
 		MaxTokens: in.MaxTokens, RoomLeft: in.RoomLeft, MatchesStored: in.Matches,
 		Entries: make([]inspectedEntryBody, len(in.Entries)), Rejections: []Rejection{},
-		Notes: make([]inspectedNoteBody, len(in.Lane.Notes)), NoteCount: in.Lane.NoteCount, ModelCalls: in.Lane.Calls}
+		Notes: make([]inspectedNoteBody, len(in.Lane.Notes)), NoteCount: in.Lane.NoteCount, ModelAnswered: in.Lane.Answered, ModelCalls: in.Lane.Calls}
 	if body.ModelCalls == nil {
 		body.ModelCalls = []evidence.ModelCall{}
 	}

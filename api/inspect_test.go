@@ -46,10 +46,10 @@ func (f *fakeInspector) Inspect(_ context.Context, userID, conversationID string
 		},
 		Next:         &evidence.ArchivePosition{Index: 4, SpanStart: 0},
 		RequestIndex: 6, MaxTokens: 1800, RoomLeft: 100, Matches: true,
-		Lane: evidence.LaneInspection{NoteCount: 3,
+		Lane: evidence.LaneInspection{NoteCount: 3, Answered: 4,
 			Notes: []evidence.InspectedNote{{Note: evidence.Note{Bucket: evidence.Decisions, Role: checkpoint.RoleUser, MessageID: "m4", Index: 4,
 				Text: "Deploys move to Thursdays."}, Shown: true}},
-			Calls: []evidence.ModelCall{{Lo: 4, Hi: 6, Attempt: 2, Outcome: "ok", Notes: 1, Dropped: 1, TokensIn: 812, TokensOut: 40, Seconds: 1.5, At: updatedAt},
+			Calls: []evidence.ModelCall{{Lo: 4, Hi: 6, Attempt: 2, Outcome: "timeout", TokensIn: 812, Seconds: 60, At: updatedAt},
 				{Lo: 4, Hi: 6, Attempt: 1, Outcome: "rate_limited", At: updatedAt}}},
 	}, nil
 }
@@ -183,12 +183,13 @@ func TestInspectConversation(t *testing.T) {
 			Shown  bool   `json:"shown"`
 		} `json:"notes"`
 		NoteCount  int                  `json:"note_count"`
+		Answered   int                  `json:"model_calls_answered"`
 		ModelCalls []evidence.ModelCall `json:"model_calls"`
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &lane); err != nil {
 		t.Fatal(err)
 	}
-	if lane.NoteCount != 3 || len(lane.Notes) != 1 || lane.Notes[0].Bucket != "decisions" || !lane.Notes[0].Shown ||
+	if lane.NoteCount != 3 || lane.Answered != 4 || len(lane.Notes) != 1 || lane.Notes[0].Bucket != "decisions" || !lane.Notes[0].Shown ||
 		len(lane.ModelCalls) != 2 || lane.ModelCalls[1].Outcome != "rate_limited" || lane.ModelCalls[0].TokensIn != 812 {
 		t.Errorf("the lane: %s", w.Body)
 	}

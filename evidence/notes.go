@@ -218,15 +218,17 @@ type ModelCall struct {
 }
 
 // LaneInspection is what the evidence inspector shows of the model lane:
-// its notes, whether the view shows each, and its newest calls; never a
-// prompt or an answer beyond the notes.
+// its notes, whether the view shows each, how many calls answered and the
+// newest that failed; never a prompt or an answer beyond the notes.
 type LaneInspection struct {
 	// Notes are the newest notes, the latest source first; NoteCount
 	// counts them all.
 	Notes     []InspectedNote
 	NoteCount int
-	// Calls are the newest calls, newest first.
-	Calls []ModelCall
+	// Calls are the newest calls that failed, newest first; Answered
+	// counts those that answered.
+	Calls    []ModelCall
+	Answered int
 }
 
 // InspectedNote is a note and whether the view shows it.

@@ -31,7 +31,7 @@ func readLane(t *testing.T, c *cluster, user, conv string) laneState {
 	err := c.pool.QueryRow(context.Background(), `
 SELECT "cursor", coalesce(notes_cursor, -1), notes_requested_at IS NOT NULL, version,
     (SELECT count(*) FROM recall_note n WHERE n.user_id = $1 AND n.conversation_id = $2),
-    (SELECT count(*) FROM recall_model_call m WHERE m.user_id = $1 AND m.conversation_id = $2)
+    notes_calls
 FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2`, user, conv).
 		Scan(&s.cursor, &s.notesCursor, &s.pending, &s.version, &s.notes, &s.calls)
 	if err != nil {
@@ -129,7 +129,7 @@ func TestModelLane(t *testing.T) {
 		t.Errorf("%d calls, want the killed one and its rerun over the same messages", len(reqs))
 	}
 	if s.notes != len(first.Sources) || s.calls != 1 || s.cursor != len(history)-1 {
-		t.Errorf("state %+v: want %d notes written once, one call recorded, cursor %d", s, len(first.Sources), len(history)-1)
+		t.Errorf("state %+v: want %d notes written once, one call answered, cursor %d", s, len(first.Sources), len(history)-1)
 	}
 	var body []byte
 	if err := c.pool.QueryRow(ctx, `SELECT body FROM recall_conversation WHERE user_id = 'u-lane' AND conversation_id = 'kill'`).Scan(&body); err != nil {

@@ -61,12 +61,13 @@ type laneFigures struct {
 	events     int
 }
 
-// laneCost runs 20 conversations taking a turn every 400 ms for 10 turns,
+// laneCost runs 40 conversations taking a turn every 2 s for 6 turns (an
+// agent's pace: a turn takes a model call of its own),
 // with the model lane or without (mode "lexical"), after a turn of warm-up,
 // and returns what the turns cost until every one of them is done (the
 // lane's notes written, with the lane).
 func laneCost(b *testing.B, mode string) laneFigures {
-	const convs, rounds, every = 20, 10, 400 * time.Millisecond
+	const convs, rounds, every = 40, 6, 2 * time.Second
 	l := setupLane(b, fakemodel.NoteEach, func(ml **jobs.ModelLane) {
 		if mode == "lexical" {
 			*ml = nil
@@ -103,24 +104,40 @@ WHERE "cursor" >= $1 AND ($2 OR (notes_cursor = "cursor" AND notes_requested_at 
 	}
 	round(0)
 	done()
+	// What the process and Postgres spend idle (River's polls, the sweep),
+	// per second, is taken off: the figures are an event's own.
+	idle0 := l.counters()
+	time.Sleep(idleWindow)
 	before := l.counters()
-	next := time.Now()
+	idle := before.since(idle0)
+	start := time.Now()
+	next := start
 	for r := 1; r <= rounds; r++ {
 		round(r)
 		next = next.Add(every)
 		time.Sleep(time.Until(next))
 	}
 	done()
-	after := l.counters()
+	spent := l.counters().since(before)
+	share := float64(time.Since(start)) / float64(idleWindow)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = l.rc.Stop(ctx)
-	return laneFigures{recall: after.self - before.self, pg: after.pg - before.pg, commits: after.commits - before.commits, events: convs * rounds}
+	return laneFigures{recall: spent.self - time.Duration(share*float64(idle.self)), pg: spent.pg - time.Duration(share*float64(idle.pg)),
+		commits: spent.commits - int64(share*float64(idle.commits)), events: convs * rounds}
 }
+
+// idleWindow is how long laneCost measures the idle cost.
+const idleWindow = 3 * time.Second
 
 type counters struct {
 	self, pg time.Duration
 	commits  int64
+}
+
+// since returns what k counts beyond before.
+func (k counters) since(before counters) counters {
+	return counters{self: k.self - before.self, pg: k.pg - before.pg, commits: k.commits - before.commits}
 }
 
 // counters reads this process's CPU time, and the CPU time and commits of

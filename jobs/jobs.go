@@ -270,7 +270,10 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 			metrics: c.Metrics, logger: c.Logger, tracer: newJobTracer(c.TracerProvider)}); err != nil {
 			return nil, fmt.Errorf("jobs: %w", err)
 		}
-		rc.Queues[store.NotesQueue] = river.QueueConfig{MaxWorkers: l.Concurrency}
+		// Insert notifications wake the queue; its poll is only the
+		// backstop, and a note may wait a second more where an idle poll a
+		// tenth of a second would cost every process ten queries a second.
+		rc.Queues[store.NotesQueue] = river.QueueConfig{MaxWorkers: l.Concurrency, FetchPollInterval: notesPollInterval}
 	}
 	rc.Workers = workers
 	rc.FetchCooldown = FetchCooldown

@@ -74,6 +74,8 @@ const (
 	// maxStaleSnoozes bounds how often a job whose write found the
 	// conversation changed reads again at once.
 	maxStaleSnoozes = 3
+	// notesPollInterval is the notes queue's FetchPollInterval.
+	notesPollInterval = time.Second
 )
 
 // ModelLane configures the model lane's jobs.
@@ -329,7 +331,7 @@ func (w *NotesWorker) call(ctx context.Context, job *river.Job[store.NotesArgs],
 			slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt))
 		return rec, nil, nil
 	}
-	rec.Outcome, rec.Notes, rec.Dropped = "ok", len(a.Notes), a.Dropped()
+	rec.Outcome, rec.Notes, rec.Dropped = store.CallOK, len(a.Notes), a.Dropped()
 	w.count(rec)
 	if w.metrics != nil && a.Dropped() > 0 {
 		w.metrics.ModelNotes.WithLabelValues("dropped").Add(float64(a.Dropped()))

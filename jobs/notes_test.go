@@ -107,18 +107,20 @@ type laneRow struct {
 	notesCursor, holdFrom          *int
 	requested                      bool
 	notes, messages, calls, models int
+	// answered counts the calls that answered; calls those that failed.
+	answered int
 }
 
 func (l *lane) row(conv string) laneRow {
 	l.t.Helper()
 	var r laneRow
 	err := l.pool.QueryRow(context.Background(), `
-SELECT version, "cursor", notes_cursor, notes_hold_from, notes_requested_at IS NOT NULL, notes_count,
+SELECT version, "cursor", notes_cursor, notes_hold_from, notes_requested_at IS NOT NULL, notes_count, notes_calls,
     (SELECT count(*) FROM recall_message m WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id),
     (SELECT count(*) FROM recall_model_call m WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id),
     (SELECT count(*) FROM recall_note m WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id)
 FROM recall_conversation c WHERE user_id = 'u' AND conversation_id = $1`, conv).
-		Scan(&r.version, &r.cursor, &r.notesCursor, &r.holdFrom, &r.requested, &r.notes, &r.messages, &r.calls, &r.models)
+		Scan(&r.version, &r.cursor, &r.notesCursor, &r.holdFrom, &r.requested, &r.notes, &r.answered, &r.messages, &r.calls, &r.models)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -179,8 +181,8 @@ func TestNotesLane(t *testing.T) {
 	l.ingest("c", turns("We must ship by Friday.", "Agreed.", "Next, the schema."))
 	l.start()
 	r := l.waitIdle("c", 2, 10*time.Second)
-	if r.version != 2 || r.notes != 1 || r.calls != 1 {
-		t.Errorf("row %+v: want version 2 (extraction, then notes), 1 note, 1 call recorded", r)
+	if r.version != 2 || r.notes != 1 || r.calls != 0 || r.answered != 1 {
+		t.Errorf("row %+v: want version 2 (extraction, then notes), 1 note, 1 call answered and none failed", r)
 	}
 	// Held: the request at the cursor, and the window's user turn 0.
 	if *r.holdFrom != 0 || r.messages != 3 {
@@ -231,7 +233,7 @@ func TestNotesLaneFailures(t *testing.T) {
 		script      fakemodel.Script
 		wantCalls   int // requests made
 		wantNotes   int
-		wantOutcome string // the newest recorded call's
+		wantOutcome string // the newest call's
 	}{
 		{"invalid JSON", func(int, *fakemodel.Request) fakemodel.Reply {
 			return fakemodel.Reply{Content: "Sure! The user must ship by Friday."}
@@ -271,15 +273,27 @@ func TestNotesLaneFailures(t *testing.T) {
 			if r.version != wantVersion {
 				t.Errorf("version %d, want %d", r.version, wantVersion)
 			}
+			// The calls that failed are recorded one by one, those that
+			// answered counted.
 			calls, err := l.st.ModelCalls(context.Background(), "u", "c")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(calls) != tt.wantCalls || calls[0].Outcome != tt.wantOutcome {
-				t.Errorf("calls %+v, want %d, the newest %s", calls, tt.wantCalls, tt.wantOutcome)
+			failed, answered := tt.wantCalls, 0
+			if tt.wantOutcome == store.CallOK {
+				failed, answered = tt.wantCalls-1, 1
 			}
-			if tt.name == "notes citing messages outside the call" && calls[0].Dropped != 2 {
-				t.Errorf("dropped %d, want 2", calls[0].Dropped)
+			if len(calls) != failed || r.answered != answered || (failed > 0 && tt.wantOutcome != store.CallOK && calls[0].Outcome != tt.wantOutcome) {
+				t.Errorf("failed calls %+v and %d answered, want %d failed, %d answered, the newest %s", calls, r.answered, failed, answered, tt.wantOutcome)
+			}
+			if want := 0.0; tt.name == "notes citing messages outside the call" {
+				want = 2
+				if got := value(l.m.ModelNotes.WithLabelValues("dropped")); got != want {
+					t.Errorf("dropped %v, want %v", got, want)
+				}
+			}
+			if got := value(l.m.ModelCalls.WithLabelValues(tt.wantOutcome)); got < 1 {
+				t.Errorf("no %s call counted", tt.wantOutcome)
 			}
 			if strings.Contains(l.message("c"), "model note") != (tt.wantNotes > 0) {
 				t.Errorf("message %s", l.message("c"))
@@ -310,8 +324,8 @@ func TestNotesLane429(t *testing.T) {
 		t.Errorf("the retry came %s after the start, before Retry-After's 1s", d)
 	}
 	calls, _ := l.st.ModelCalls(context.Background(), "u", "c")
-	if len(calls) != 2 || calls[1].Outcome != "rate_limited" || calls[0].Outcome != "ok" {
-		t.Errorf("calls %+v", calls)
+	if len(calls) != 1 || calls[0].Outcome != "rate_limited" || r.answered != 1 {
+		t.Errorf("failed calls %+v, %d answered: want the 429, and one answered", calls, r.answered)
 	}
 }
 

@@ -20,9 +20,10 @@ CREATE TABLE recall_note (
     FOREIGN KEY (user_id, conversation_id) REFERENCES recall_conversation ON DELETE CASCADE
 );
 
--- What the lane's calls did, without any text: the newest calls of each
--- conversation (their range, outcome, notes and tokens), for the
--- inspector. Deleted with the conversation.
+-- What the lane's calls that failed did, without any text: the newest of
+-- each conversation (their range, outcome, notes and tokens), for the
+-- inspector; the calls that answered are counted in notes_calls.
+-- Deleted with the conversation.
 CREATE TABLE recall_model_call (
     id               bigserial        PRIMARY KEY,
     user_id          text             NOT NULL,
@@ -55,10 +56,13 @@ ALTER TABLE recall_conversation
     -- is NULL (or very old).
     ADD COLUMN notes_requested_at timestamptz,
     -- notes_count: rows in recall_note for the conversation.
-    ADD COLUMN notes_count integer NOT NULL DEFAULT 0;
+    ADD COLUMN notes_count integer NOT NULL DEFAULT 0,
+    -- notes_calls: the lane's calls that answered with notes (none, or
+    -- some); those that failed are rows of recall_model_call.
+    ADD COLUMN notes_calls integer NOT NULL DEFAULT 0;
 
 -- +goose Down
-ALTER TABLE recall_conversation DROP COLUMN notes_count, DROP COLUMN notes_requested_at,
+ALTER TABLE recall_conversation DROP COLUMN notes_calls, DROP COLUMN notes_count, DROP COLUMN notes_requested_at,
     DROP COLUMN notes_hold_from, DROP COLUMN notes_cursor;
 DROP TABLE recall_model_call;
 DROP TABLE recall_note;

@@ -62,8 +62,9 @@ type Config struct {
 	// Timeout bounds one call, the answer read in full included. Defaults
 	// to DefaultTimeout (60s).
 	Timeout time.Duration
-	// HTTPClient sends the requests. Defaults to a client of its own with
-	// no overall timeout (Timeout bounds each call).
+	// HTTPClient sends the requests. Defaults to a client of its own, which
+	// keeps up to 64 connections to the endpoint alive, with no overall
+	// timeout (Timeout bounds each call).
 	HTTPClient *http.Client
 }
 
@@ -111,7 +112,11 @@ func New(cfg *Config) (*Client, error) {
 	c := &Client{endpoint: endpoint, shown: redact.ConnString(endpoint), model: cfg.Model, key: cfg.APIKey,
 		timeout: cmp.Or(cfg.Timeout, DefaultTimeout), http: cfg.HTTPClient}
 	if c.http == nil {
-		c.http = &http.Client{}
+		// Calls run several at once to one host: keep as many connections
+		// alive (the default transport keeps two).
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		c.http = &http.Client{Transport: t}
 	}
 	return c, nil
 }

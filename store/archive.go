@@ -60,8 +60,10 @@ type archive struct {
 	count int
 	whole *evidence.Archive
 	// notes is how many model notes the conversation has (notes.go); -1
-	// when not known.
-	notes int
+	// when not known. pending are notes about to be written, which the
+	// view reads beside them.
+	notes   int
+	pending []evidence.Note
 }
 
 // Scan implements evidence.Index. An archive of up to smallArchive items

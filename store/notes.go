@@ -221,15 +221,20 @@ ORDER BY m.idx`, userID, conversationID, maxBytes)
 // ModelCall is what one call of the lane did, without any text.
 type ModelCall = evidence.ModelCall
 
+// CallOK is the outcome of a call that answered with notes (none, or
+// some): WriteNotesTx counts it in the conversation's row; any other
+// outcome is recorded call by call.
+const CallOK = "ok"
+
 // maxModelCalls is how many calls a conversation's record keeps.
 const maxModelCalls = 20
 
 // inspectNotes is how many notes an inspection lists.
 const inspectNotes = 200
 
-// inspectLane reads the model lane's notes and calls for an inspection,
-// marking the notes view shows.
-func inspectLane(ctx context.Context, db querier, userID, conversationID string, view []evidence.Shown) (evidence.LaneInspection, error) {
+// inspectLane reads the model lane's notes and calls for an inspection, in
+// its snapshot, marking the notes view shows.
+func inspectLane(ctx context.Context, db pgx.Tx, userID, conversationID string, view []evidence.Shown) (evidence.LaneInspection, error) {
 	var l evidence.LaneInspection
 	notes, total, err := readNotes(ctx, db, userID, conversationID, inspectNotes)
 	if err != nil {
@@ -240,7 +245,14 @@ func inspectLane(ctx context.Context, db querier, userID, conversationID string,
 		l.Notes = append(l.Notes, evidence.InspectedNote{Note: n})
 	}
 	l.MarkShown(view)
-	l.Calls, err = readCalls(ctx, db, userID, conversationID)
+	if l.Calls, err = readCalls(ctx, db, userID, conversationID); err != nil {
+		return l, err
+	}
+	err = db.QueryRow(ctx, `SELECT notes_calls FROM recall_conversation WHERE user_id = $1 AND conversation_id = $2`,
+		userID, conversationID).Scan(&l.Answered)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
+	}
 	return l, err
 }
 
@@ -344,11 +356,24 @@ WHERE m.user_id = $1 AND m.conversation_id = $2 AND m.idx = c."cursor"`, w.UserI
 	}
 
 	res := NotesResult{Outcome: checkpoint.Applied, Version: version, More: w.End < cursor}
+	var body, view []byte
+	if len(w.Notes) > 0 {
+		// The view is chosen with the notes held in memory beside those
+		// stored, so that they are written with everything else at once.
+		res.Version++
+		if body, view, err = s.viewAtCursor(ctx, tx, &rec, &request, res.Version, cursor, archiveCount, notesCount, w.Notes); err != nil {
+			return NotesResult{}, err
+		}
+		notesCount += len(w.Notes)
+	}
 	b = &pgx.Batch{}
 	if len(w.Notes) > 0 {
 		queueNotes(b, w.UserID, w.ConversationID, w.Notes)
 	}
-	if w.Call != nil {
+	answered := 0
+	if w.Call != nil && w.Call.Outcome == CallOK {
+		answered = 1 // counted; only failures are kept call by call
+	} else if w.Call != nil {
 		queueCall(b, w.UserID, w.ConversationID, w.Call)
 	}
 	if hold := min(max(w.HoldFrom, *holdFrom), w.End); hold > *holdFrom {
@@ -356,30 +381,17 @@ WHERE m.user_id = $1 AND m.conversation_id = $2 AND m.idx = c."cursor"`, w.UserI
 			w.UserID, w.ConversationID, *holdFrom, min(hold, cursor))
 		*holdFrom = hold
 	}
-	var body, view []byte
-	if len(w.Notes) > 0 {
-		// The notes are sent before the view is chosen, so that it reads them.
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return NotesResult{}, fmt.Errorf("write notes: %w", err)
-		}
-		b = &pgx.Batch{}
-		notesCount += len(w.Notes)
-		res.Version++
-		if body, view, err = s.viewAtCursor(ctx, tx, &rec, &request, res.Version, cursor, archiveCount, notesCount); err != nil {
-			return NotesResult{}, err
-		}
-	}
 	b.Queue(`
 UPDATE recall_conversation
 SET notes_cursor = $3, notes_hold_from = $4, notes_count = $5,
     notes_requested_at = CASE WHEN $6 THEN now() ELSE NULL END,
     version = $7, body = coalesce($8, body), view = coalesce($9, view),
-    updated_at = CASE WHEN $8::bytea IS NULL THEN updated_at ELSE now() END
+    updated_at = CASE WHEN $8::bytea IS NULL THEN updated_at ELSE now() END,
+    notes_calls = notes_calls + $10
 WHERE user_id = $1 AND conversation_id = $2`,
-		w.UserID, w.ConversationID, w.End, *holdFrom, notesCount, res.More, res.Version, body, view)
-	if len(w.Notes) > 0 {
-		b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(w.UserID, w.ConversationID, cursor))
-	}
+		w.UserID, w.ConversationID, w.End, *holdFrom, notesCount, res.More, res.Version, body, view, answered)
+	// No notification: long polls wait for a cursor, which notes do not
+	// move.
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return NotesResult{}, fmt.Errorf("write notes: %w", err)
 	}
@@ -393,9 +405,16 @@ WHERE user_id = $1 AND conversation_id = $2`,
 
 // viewAtCursor chooses the view for request, the request at the cursor of
 // rec's conversation (its key and the fold's carry set), as the extraction
-// that moved the cursor there did, and returns the body and view to store.
-func (s *Store) viewAtCursor(ctx context.Context, tx pgx.Tx, rec *evidence.Record, request *checkpoint.Message, version int64, cursor, archiveCount, notesCount int) ([]byte, []byte, error) {
-	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(request), archiveCount, notesCount)
+// that moved the cursor there did, with notesCount notes stored and pending
+// ones not yet, and returns the body and view to store.
+func (s *Store) viewAtCursor(ctx context.Context, tx pgx.Tx, rec *evidence.Record, request *checkpoint.Message, version int64,
+	cursor, archiveCount, notesCount int, pending []evidence.Note) ([]byte, []byte, error) {
+	carry, err := evidence.UnmarshalCarry(rec.Carry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode the fold's carry: %w", err)
+	}
+	ix := &archive{db: tx, userID: rec.UserID, conversationID: rec.ConversationID, count: archiveCount, notes: notesCount, pending: pending}
+	c, q, err := evidence.ReadCandidates(ctx, ix, archiveCount, carry, evidence.RequestText(request))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -457,8 +476,8 @@ func (s *Store) RecordModelCall(ctx context.Context, userID, conversationID stri
 	return nil
 }
 
-// ModelCalls returns the newest recorded calls of a conversation's lane,
-// newest first.
+// ModelCalls returns the newest recorded calls of a conversation's lane
+// that failed, newest first.
 func (s *Store) ModelCalls(ctx context.Context, userID, conversationID string) ([]ModelCall, error) {
 	return readCalls(ctx, s.pool, userID, conversationID)
 }
@@ -516,12 +535,20 @@ func (s *Store) Notes(ctx context.Context, userID, conversationID string, limit 
 // evidence.NoteCandidates notes, read only when the conversation has notes
 // (or may have: a.notes < 0).
 func (a *archive) ReadNotes(ctx context.Context) ([]evidence.Note, int, error) {
-	if a.notes == 0 {
-		return nil, 0, nil
+	var notes []evidence.Note
+	total := 0
+	if a.notes != 0 {
+		var err error
+		if notes, total, err = readNotes(ctx, a.db, a.userID, a.conversationID, evidence.NoteCandidates); err != nil {
+			return nil, 0, err
+		}
 	}
-	notes, total, err := readNotes(ctx, a.db, a.userID, a.conversationID, evidence.NoteCandidates)
-	evidence.SortNotes(notes)
-	return notes, total, err
+	if len(a.pending) > 0 {
+		// Notes about to be written, of messages newer than every stored
+		// note's: what the stored ones will read as.
+		notes, total = append(notes, a.pending...), total+len(a.pending)
+	}
+	return evidence.NewestNotes(notes), total, nil
 }
 
 // UserNote is a note of one of a user's conversations, as an export lists

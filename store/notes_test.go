@@ -142,8 +142,11 @@ func TestNotesFollowExtraction(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM recall_message`); n != 3 {
 		t.Errorf("%d messages held, want 4, 5 and the request 6", n)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM recall_model_call`); n != 1 {
-		t.Errorf("%d calls recorded, want 1", n)
+	if n := count(t, pool, `SELECT count(*) FROM recall_model_call`); n != 0 {
+		t.Errorf("%d calls recorded, want none: only failures are", n)
+	}
+	if n := count(t, pool, `SELECT notes_calls FROM recall_conversation`); n != 1 {
+		t.Errorf("%d calls counted as answered, want 1", n)
 	}
 	// The stored view is what the inspector chooses again; it lists the
 	// note, shown, and the call.
@@ -151,7 +154,7 @@ func TestNotesFollowExtraction(t *testing.T) {
 	if err != nil || !in.Matches {
 		t.Errorf("inspection matches %v (%v)", in.Matches, err)
 	}
-	if l := in.Lane; l.NoteCount != 1 || len(l.Notes) != 1 || !l.Notes[0].Shown || len(l.Calls) != 1 || l.Calls[0].Outcome != "ok" {
+	if l := in.Lane; l.NoteCount != 1 || len(l.Notes) != 1 || !l.Notes[0].Shown || len(l.Calls) != 0 || l.Answered != 1 {
 		t.Errorf("the inspection's lane %+v", l)
 	}
 	// A search shows the note too, read whole and from the search cache.

@@ -239,10 +239,10 @@ function renderRejections(rows) {
 // conversation: outcomes and counts, never a prompt or an answer.
 function renderLane(b) {
   const notes = b.notes || [], calls = b.model_calls || [];
-  show("lane", notes.length > 0 || calls.length > 0);
+  show("lane", notes.length > 0 || calls.length > 0 || b.model_calls_answered > 0);
   const shown = notes.filter((n) => n.shown).length;
   $("lane-summary").textContent = b.note_count + " notes written by the model (" + notes.length + " listed, " + shown +
-    " of them shown); " + calls.length + " recent calls.";
+    " of them shown); " + b.model_calls_answered + " calls answered; the newest that failed below.";
   const nb = $("notes").tBodies[0];
   nb.replaceChildren();
   for (const n of notes) {
