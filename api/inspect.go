@@ -112,6 +112,22 @@ type (
 		Entries        []inspectedEntryBody      `json:"entries"`
 		Next           *string                   `json:"next"`
 		Rejections     []Rejection               `json:"rejections"`
+		// The model lane's, on the first page: its newest notes, how many
+		// there are, how many calls answered and the newest that failed
+		// (outcomes and counts, no text).
+		Notes         []inspectedNoteBody  `json:"notes"`
+		NoteCount     int                  `json:"note_count"`
+		ModelAnswered int                  `json:"model_calls_answered"`
+		ModelCalls    []evidence.ModelCall `json:"model_calls"`
+	}
+	inspectedNoteBody struct {
+		Index     int             `json:"index"`
+		Role      checkpoint.Role `json:"role"`
+		MessageID string          `json:"message_id"`
+		Bucket    string          `json:"bucket"`
+		Text      string          `json:"text"`
+		Truncated bool            `json:"truncated"`
+		Shown     bool            `json:"shown"`
 	}
 	inspectedEntryBody struct {
 		Index     int               `json:"index"`
@@ -163,7 +179,15 @@ func (h *Handler) inspectConversation(w http.ResponseWriter, r *http.Request) er
 	body := inspectionBody{UserID: userID, ConversationID: conversationID, Version: in.Record.Version, Cursor: in.Record.Cursor,
 		MessageCount: in.Record.MessageCount, ArchiveCount: in.ArchiveCount, RequestIndex: in.RequestIndex,
 		MaxTokens: in.MaxTokens, RoomLeft: in.RoomLeft, MatchesStored: in.Matches,
-		Entries: make([]inspectedEntryBody, len(in.Entries)), Rejections: []Rejection{}}
+		Entries: make([]inspectedEntryBody, len(in.Entries)), Rejections: []Rejection{},
+		Notes: make([]inspectedNoteBody, len(in.Lane.Notes)), NoteCount: in.Lane.NoteCount, ModelAnswered: in.Lane.Answered, ModelCalls: in.Lane.Calls}
+	if body.ModelCalls == nil {
+		body.ModelCalls = []evidence.ModelCall{}
+	}
+	for i, n := range in.Lane.Notes {
+		body.Notes[i] = inspectedNoteBody{Index: n.Index, Role: n.Role, MessageID: n.MessageID, Bucket: n.Bucket.String(),
+			Text: n.Text, Truncated: n.Truncated, Shown: n.Shown}
+	}
 	if !in.Record.UpdatedAt.IsZero() {
 		t := in.Record.UpdatedAt.UTC()
 		body.UpdatedAt = &t

@@ -46,6 +46,11 @@ func (f *fakeInspector) Inspect(_ context.Context, userID, conversationID string
 		},
 		Next:         &evidence.ArchivePosition{Index: 4, SpanStart: 0},
 		RequestIndex: 6, MaxTokens: 1800, RoomLeft: 100, Matches: true,
+		Lane: evidence.LaneInspection{NoteCount: 3, Answered: 4,
+			Notes: []evidence.InspectedNote{{Note: evidence.Note{Bucket: evidence.Decisions, Role: checkpoint.RoleUser, MessageID: "m4", Index: 4,
+				Text: "Deploys move to Thursdays."}, Shown: true}},
+			Calls: []evidence.ModelCall{{Lo: 4, Hi: 6, Attempt: 2, Outcome: "timeout", TokensIn: 812, Seconds: 60, At: updatedAt},
+				{Lo: 4, Hi: 6, Attempt: 1, Outcome: "rate_limited", At: updatedAt}}},
 	}, nil
 }
 
@@ -168,6 +173,25 @@ func TestInspectConversation(t *testing.T) {
 	}
 	if len(body.Rejections) != 1 || body.Rejections[0]["reason"] != "gap" || body.Rejections[0]["payload"] != nil {
 		t.Errorf("rejections: %s", w.Body)
+	}
+	// The model lane's notes and calls: outcomes and counts, no prompt.
+	var lane struct {
+		Notes []struct {
+			Index  int    `json:"index"`
+			Bucket string `json:"bucket"`
+			Text   string `json:"text"`
+			Shown  bool   `json:"shown"`
+		} `json:"notes"`
+		NoteCount  int                  `json:"note_count"`
+		Answered   int                  `json:"model_calls_answered"`
+		ModelCalls []evidence.ModelCall `json:"model_calls"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &lane); err != nil {
+		t.Fatal(err)
+	}
+	if lane.NoteCount != 3 || lane.Answered != 4 || len(lane.Notes) != 1 || lane.Notes[0].Bucket != "decisions" || !lane.Notes[0].Shown ||
+		len(lane.ModelCalls) != 2 || lane.ModelCalls[1].Outcome != "rate_limited" || lane.ModelCalls[0].TokensIn != 812 {
+		t.Errorf("the lane: %s", w.Body)
 	}
 	for _, bad := range []string{"?after=3", "?after=x:1", "?after=-1:0", "?limit=0", "?limit=5001"} {
 		if w := do(t, b.h, "GET", inspectConversation+bad, serviceToken(t)); w.Code != http.StatusBadRequest {

@@ -49,6 +49,21 @@ type ConversationSummary struct {
 	UpdatedAt      time.Time `json:"updated_at"`
 }
 
+// UserNoteSource is a UserSource that also holds the model lane's notes
+// (RECALL_EXTRACTOR=model): an export lists them after the archive's
+// entries.
+type UserNoteSource interface {
+	// UserNotes yields every note of the user's conversations, ordered by
+	// conversation id and then by their source's place in the history.
+	UserNotes(ctx context.Context, userID string) iter.Seq2[ExportNote, error]
+}
+
+// ExportNote is one model note of a user's conversation.
+type ExportNote struct {
+	ConversationID string
+	Note           evidence.Note
+}
+
 // ExportEntry is one archive entry of a user's conversation.
 type ExportEntry struct {
 	ConversationID string
@@ -253,6 +268,20 @@ func (h *Handler) exportUser(w http.ResponseWriter, r *http.Request) error {
 		}
 		end.Entries++
 	}
+	if ns, ok := h.users.(UserNoteSource); ok {
+		for n, err := range ns.UserNotes(ctx, userID) {
+			if err != nil {
+				return x.fail(h, r, err)
+			}
+			if err := x.line(exportNoteLine{
+				Type: "note", ConversationID: n.ConversationID, Bucket: n.Note.Bucket.String(), Role: string(n.Note.Role),
+				MessageID: n.Note.MessageID, Index: n.Note.Index, Text: n.Note.Text, Truncated: n.Note.Truncated,
+			}); err != nil {
+				return x.fail(h, r, err)
+			}
+			end.Notes++
+		}
+	}
 	for rj, err := range h.users.UserRejections(ctx, userID) {
 		if err != nil {
 			return x.fail(h, r, err)
@@ -298,6 +327,18 @@ type (
 		Excerpt        string        `json:"excerpt"`
 		Truncated      bool          `json:"truncated"`
 	}
+	// exportNoteLine is a model note (the model lane's): text a model
+	// wrote from the message at index.
+	exportNoteLine struct {
+		Type           string `json:"type"`
+		ConversationID string `json:"conversation_id"`
+		Bucket         string `json:"bucket"`
+		Role           string `json:"role"`
+		MessageID      string `json:"message_id"`
+		Index          int    `json:"index"`
+		Text           string `json:"text"`
+		Truncated      bool   `json:"truncated"`
+	}
 	exportRejectionLine struct {
 		Type           string    `json:"type"`
 		EventID        string    `json:"event_id"`
@@ -310,6 +351,9 @@ type (
 		Conversations int    `json:"conversations"`
 		Entries       int    `json:"entries"`
 		Rejections    int    `json:"rejections"`
+		// Notes counts the model lane's notes; left out when there are
+		// none, so that an export without the lane is as it was.
+		Notes int `json:"notes,omitempty"`
 	}
 )
 

@@ -626,3 +626,69 @@ func TestUserRoutesWithoutUsers(t *testing.T) {
 		}
 	}
 }
+
+// notesUsers is a fakeUsers that holds model notes (api.UserNoteSource).
+type notesUsers struct {
+	*fakeUsers
+	notes []api.ExportNote
+}
+
+func (n notesUsers) UserNotes(_ context.Context, userID string) iter.Seq2[api.ExportNote, error] {
+	var mine []api.ExportNote
+	if userID == "u-42" {
+		mine = n.notes
+	}
+	return seq(n.fakeUsers, "notes", mine, nil)
+}
+
+// TestUserExportNotes: with the model lane, an export lists the notes
+// after the archive's entries, each with exactly its fields, and counts
+// them in its end line.
+func TestUserExportNotes(t *testing.T) {
+	t.Parallel()
+	users := newFakeUsers()
+	fillUsers(t, users)
+	ns := notesUsers{fakeUsers: users, notes: []api.ExportNote{
+		{ConversationID: "c-1", Note: evidence.Note{Bucket: evidence.Decisions, Role: checkpoint.RoleUser, MessageID: "m0", Index: 0, Text: "Ship by Friday."}},
+		{ConversationID: "c-1", Note: evidence.Note{Bucket: evidence.OpenWork, Role: checkpoint.RoleAssistant, MessageID: "m1", Index: 1, Ord: 0, Text: "Draft the schema", Truncated: true}},
+	}}
+	src := newFakeSource()
+	h, err := api.New(src, &api.Config{JWTSecret: secret, Notifier: src, Users: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := do(t, h, http.MethodGet, "/v1/users/u-42/export", userToken(t, "u-42"))
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body.String())
+	}
+	o := loadOpenAPI(t)
+	lineSchema := o.schemaAt(t, "/components/schemas/ExportLine")
+	for _, raw := range bytes.Split(bytes.TrimSuffix(w.Body.Bytes(), []byte("\n")), []byte("\n")) {
+		validateJSON(t, lineSchema, raw, "an export line")
+	}
+	lines := exportLines(t, w.Body.Bytes())
+	var types []string
+	for _, l := range lines {
+		if typ := l["type"].(string); len(types) == 0 || types[len(types)-1] != typ {
+			types = append(types, typ)
+		}
+	}
+	if want := []string{"conversation", "entry", "note", "rejection", "end"}; !slices.Equal(types, want) {
+		t.Fatalf("line types in the order %v, want %v", types, want)
+	}
+	var note map[string]any
+	for _, l := range lines {
+		if l["type"] == "note" {
+			note = l
+			break
+		}
+	}
+	want := map[string]any{"type": "note", "conversation_id": "c-1", "bucket": "decisions", "role": "user", "message_id": "m0",
+		"index": 0.0, "text": "Ship by Friday.", "truncated": false}
+	if diff := cmp.Diff(want, note); diff != "" {
+		t.Errorf("note line (-want +got):\n%s", diff)
+	}
+	if end := lines[len(lines)-1]; end["notes"] != 2.0 {
+		t.Errorf("end line %v, want notes 2", end)
+	}
+}

@@ -181,3 +181,8 @@ func perEvent(d time.Duration, n int) float64 {
 	}
 	return float64(d.Microseconds()) / 1000 / float64(n)
 }
+
+// ProcessCPU returns the user and system CPU time the process pid has used
+// (Linux's /proc), for measurements outside the bench such as the model
+// lane's cost test.
+func ProcessCPU(pid int) (time.Duration, error) { return procCPU(pid) }

@@ -16,6 +16,12 @@ type Options struct {
 	// MaxTokens is the bound every rendered message must keep. Defaults to
 	// evidence.DefaultMaxTokens (1,800).
 	MaxTokens int
+	// Notes, when set, adds the model lane's notes after each fold step
+	// that summarised messages, as the service adds them when its notes
+	// job ends (ModelNotes asks a model). The turn-by-turn state is then
+	// not compared with one fold over the whole history: the notes depend
+	// on how the turns were split into calls. Defaults to none.
+	Notes NoteSource
 }
 
 // Report is the result of a run.

@@ -242,6 +242,7 @@ danke gut super merci bien oui gracias vale sí perfecto`) {
 // the pure fold uses this one.
 type Archive struct {
 	items []Item // oldest first
+	notes []Note // the model lane's, in the order added (notes.go)
 }
 
 // ArchiveOf returns the archive that holds items, oldest first (as a
@@ -265,7 +266,7 @@ func (a *Archive) Clone() *Archive {
 	if a == nil {
 		return nil
 	}
-	return &Archive{items: slices.Clone(a.items)}
+	return &Archive{items: slices.Clone(a.items), notes: slices.Clone(a.notes)}
 }
 
 // LatestByKey returns items without those that a later item of the same

@@ -26,6 +26,11 @@ type Candidates struct {
 	// Carry is the fold's carry: the rarity of specific things that
 	// stands now, by which the view weighs the candidates again.
 	Carry Carry
+	// Notes are the newest NoteCandidates model notes, in SortNotes's
+	// order, of the NoteTotal the conversation has (notes.go); Total
+	// counts the archive's items only.
+	Notes     []Note
+	NoteTotal int
 }
 
 // The bounds of a candidate selection.
@@ -73,6 +78,10 @@ type Standing struct {
 	Recent []Item
 	Tiers  [TierContext][]Item
 	Carry  Carry
+	// Notes are the newest NoteCandidates of the NoteTotal model notes
+	// (notes.go), which no query picks either.
+	Notes     []Note
+	NoteTotal int
 }
 
 // NewStanding returns the standing candidates of an archive of total
@@ -93,7 +102,8 @@ func ReadStanding(ctx context.Context, ix Index, total int, carry Carry) (*Stand
 	if err != nil {
 		return nil, err
 	}
-	return NewStanding(total, carry, lists), nil
+	s := NewStanding(total, carry, lists)
+	return s, s.readNotes(ctx, ix)
 }
 
 // QueryScans returns the scans of the candidates query q picks: for each
@@ -122,7 +132,7 @@ func (s *Standing) Query(request string) *Query { return NewQuery(request, s.Rec
 // answers to QueryScans(q).
 func (s *Standing) With(q *Query, picked [][]Item) *Candidates {
 	c := &Candidates{Total: s.Total, Recent: s.Recent, Tiers: s.Tiers, Relevant: MergeCandidates(picked...),
-		DF: make(map[string]float64, len(q.scanned)), Carry: s.Carry}
+		DF: make(map[string]float64, len(q.scanned)), Carry: s.Carry, Notes: s.Notes, NoteTotal: s.NoteTotal}
 	newest := 0
 	if len(s.Recent) > 0 {
 		newest = s.Recent[0].Index
@@ -253,7 +263,8 @@ func (c *Candidates) Before(before int) *Candidates {
 	keep := func(items []Item) []Item {
 		return slices.DeleteFunc(slices.Clone(items), func(it Item) bool { return it.Index >= before })
 	}
-	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant), DF: c.DF, Carry: c.Carry}
+	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant), DF: c.DF, Carry: c.Carry, NoteTotal: c.NoteTotal,
+		Notes: slices.DeleteFunc(slices.Clone(c.Notes), func(n Note) bool { return n.Index >= before })}
 	for t := range c.Tiers {
 		out.Tiers[t] = keep(c.Tiers[t])
 	}

@@ -178,6 +178,8 @@ type Inspection struct {
 	MaxTokens, RoomLeft int
 	// Matches reports that the view chosen again here is the stored one.
 	Matches bool
+	// Lane is the model lane's notes and calls (notes.go).
+	Lane LaneInspection
 }
 
 // InspectedEntry is an archive entry with what the view did with it.

@@ -26,6 +26,9 @@ type Entry struct {
 	// message (dates.go), as it was written; the focus view shows it with
 	// the entries that answer a question, and leaves it out otherwise.
 	Date string `json:"date,omitempty"`
+	// ModelNote marks a model's note (notes.go): Excerpt is then the note's
+	// text, not a quote, and Index its source message's.
+	ModelNote bool `json:"model_note,omitempty"`
 }
 
 // Buckets holds the entries of the four buckets, oldest first.

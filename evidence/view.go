@@ -103,7 +103,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 	var empty Buckets
 	size := newEnvelopeSize(&empty, true)
 	maxBytes := 3 * (maxTokens - 4)
-	base := size.total(c.Total, &empty)
+	base := size.total(c.Total+c.NoteTotal, &empty)
 	used, entryBudget := base, maxBytes-base
 	var count [numBuckets]int
 	shown := make(map[windowKey]bool)
@@ -146,6 +146,9 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 	if q.asks {
 		sp = &questionSplit
 	}
+	// Model notes (notes.go) come right after the user's own statements,
+	// within a share of their own, and never displace them.
+	notes := newNoteClass(c.Notes)
 	for _, cl := range sp.order {
 		share := int(sp.share[cl] * float64(entryBudget))
 		spent := 0
@@ -159,12 +162,18 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 				why.shown(it, cl, false)
 			}
 		}
+		if cl == classUser {
+			notes.show(int(noteShare*float64(entryBudget)), &used, maxBytes, &count, &order)
+		}
 	}
 	for _, cl := range sp.order {
 		for _, it := range classes[cl] {
 			if add(it, costOf(it)) {
 				why.shown(it, cl, true)
 			}
+		}
+		if cl == classUser {
+			notes.show(maxBytes, &used, maxBytes, &count, &order)
 		}
 	}
 	why.room(maxBytes - used)
@@ -175,11 +184,9 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 		*l = append(*l, order[i].Entry)
 	}
 	for b := range numBuckets {
-		slices.SortFunc(*bs.Get(b), func(x, y Entry) int {
-			return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Span[0], y.Span[0]))
-		})
+		slices.SortFunc(*bs.Get(b), entryOrder)
 	}
-	return View{Shown: order, Buckets: bs, OmittedEntries: c.Total - len(order)}
+	return View{Shown: order, Buckets: bs, OmittedEntries: max(c.Total+c.NoteTotal-len(order), 0)}
 }
 
 // uniqueItems returns items without repeats of an entry, in history order.
@@ -262,9 +269,7 @@ func RenderView(shown []Shown, omitted, maxTokens int) *EvidenceMessage {
 		return nil
 	}
 	for b := range numBuckets {
-		slices.SortFunc(*bs.Get(b), func(x, y Entry) int {
-			return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Span[0], y.Span[0]))
-		})
+		slices.SortFunc(*bs.Get(b), entryOrder)
 	}
 	return &EvidenceMessage{Role: checkpoint.RoleAssistant, Content: string(appendEnvelopeAs(nil, total-n, &bs, true))}
 }

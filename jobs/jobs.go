@@ -1,6 +1,7 @@
 // Package jobs is recall's River adapter: the extraction job that folds a
 // conversation's held messages into its evidence, completed in the same
-// transaction that writes the state, and the River client that runs it.
+// transaction that writes the state; the model lane's notes job
+// (notes.go); and the River client that runs them.
 package jobs
 
 import (
@@ -144,6 +145,10 @@ type Config struct {
 	// job, and the extraction's (SpanExtract), under which its SQL runs.
 	// Defaults to none: no spans.
 	TracerProvider trace.TracerProvider
+	// ModelLane, when set, runs the model lane's notes jobs (the store must
+	// follow extractions with store.Notes{}, which enqueues them). Defaults
+	// to none: the lexical extractor alone.
+	ModelLane *ModelLane
 	// Logger receives operational logs; never message text. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -167,6 +172,12 @@ func (c *Config) WithDefaults() *Config {
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
 	}
+	if out.ModelLane != nil {
+		lane := out.ModelLane.withDefaults()
+		out.ModelLane = &lane
+		// A running notes job must not look stuck.
+		out.RescueStuckJobsAfter = max(out.RescueStuckJobsAfter, lane.Timeout+notesWriteTimeout+DefaultJobTimeout/2)
+	}
 	return &out
 }
 
@@ -187,6 +198,9 @@ func (c *Config) validate() error {
 	}
 	if c.Workers < 0 {
 		return fmt.Errorf("jobs: Config.Workers is %d: it must be positive, or 0 for the default %d", c.Workers, DefaultWorkers)
+	}
+	if c.ModelLane != nil {
+		return c.ModelLane.validate()
 	}
 	return nil
 }
@@ -250,8 +264,18 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 			func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
-	rc.Workers = workers
 	rc.Queues = map[string]river.QueueConfig{store.ExtractQueue: {MaxWorkers: c.Workers}}
+	if l := c.ModelLane; l != nil {
+		if err := river.AddWorkerSafely(workers, &NotesWorker{pool: pool, store: st, model: l.Model, cfg: l.noteConfig(), timeout: l.Timeout, backoff: l.Backoff,
+			metrics: c.Metrics, logger: c.Logger, tracer: newJobTracer(c.TracerProvider)}); err != nil {
+			return nil, fmt.Errorf("jobs: %w", err)
+		}
+		// Insert notifications wake the queue; its poll is only the
+		// backstop, and a note may wait a second more where an idle poll a
+		// tenth of a second would cost every process ten queries a second.
+		rc.Queues[store.NotesQueue] = river.QueueConfig{MaxWorkers: l.Concurrency, FetchPollInterval: notesPollInterval}
+	}
+	rc.Workers = workers
 	rc.FetchCooldown = FetchCooldown
 	rc.FetchPollInterval = FetchPollInterval
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)

@@ -21,7 +21,7 @@ import (
 )
 
 // migrated returns a pool on a fresh migrated database.
-func migrated(t *testing.T) *pgxpool.Pool {
+func migrated(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	dbURL := pgtest.NewDatabase(t)
 	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {

@@ -41,6 +41,12 @@ type Config struct {
 	// Worker configures the JetStream worker. Defaults to the worker
 	// package's defaults.
 	Worker *worker.Config
+	// Model, when set, adds the model lane to the extractor
+	// (RECALL_EXTRACTOR=model): the store follows each extraction with a
+	// notes job (store.Notes) and the River client works them with this
+	// lane. Defaults to none: the lexical extractor alone, exactly as
+	// without the lane.
+	Model *jobs.ModelLane
 	// Metrics, when set, is given to the jobs and the worker. Defaults to
 	// none.
 	Metrics *metrics.Metrics
@@ -92,6 +98,9 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg *Config) (*Pipeline, error) {
 		sc = *c.Store
 	}
 	sc.Jobs = inserter
+	if c.Model != nil {
+		sc.Follower = store.Notes{}
+	}
 	if sc.Logger == nil {
 		sc.Logger = c.Logger
 	}
@@ -111,6 +120,9 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg *Config) (*Pipeline, error) {
 	}
 	if jc.TracerProvider == nil {
 		jc.TracerProvider = c.TracerProvider
+	}
+	if c.Model != nil {
+		jc.ModelLane = c.Model
 	}
 	if p.River, err = jobs.NewClient(pool, p.Store, &jc); err != nil {
 		return nil, err

@@ -59,6 +59,11 @@ type archive struct {
 	// archive as read whole, until the next change.
 	count int
 	whole *evidence.Archive
+	// notes is how many model notes the conversation has (notes.go); -1
+	// when not known. pending are notes about to be written, which the
+	// view reads beside them.
+	notes   int
+	pending []evidence.Note
 }
 
 // Scan implements evidence.Index. An archive of up to smallArchive items
@@ -248,13 +253,13 @@ const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, trunc
 
 // candidates returns the candidates of a view for request (a request's or a
 // search's text) and the query, as evidence.ReadCandidates reads them, from
-// the archive of count items.
-func candidates(ctx context.Context, db querier, rec *evidence.Record, request string, count int) (*evidence.Candidates, *evidence.Query, error) {
+// the archive of count items and notes model notes.
+func candidates(ctx context.Context, db querier, rec *evidence.Record, request string, count, notes int) (*evidence.Candidates, *evidence.Query, error) {
 	carry, err := evidence.UnmarshalCarry(rec.Carry)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode the fold's carry: %w", err)
 	}
-	return evidence.ReadCandidates(ctx, &archive{db: db, userID: rec.UserID, conversationID: rec.ConversationID, count: count}, count, carry, request)
+	return evidence.ReadCandidates(ctx, &archive{db: db, userID: rec.UserID, conversationID: rec.ConversationID, count: count, notes: notes}, count, carry, request)
 }
 
 // smallArchive is the size up to which an archive is read whole
@@ -358,7 +363,7 @@ func (s *Store) SearchBefore(ctx context.Context, userID, conversationID, query 
 		if rec.View == nil {
 			return nil // no focus view: the stored evidence is the answer
 		}
-		ix := &archive{db: tx, userID: userID, conversationID: conversationID, count: count}
+		ix := &archive{db: tx, userID: userID, conversationID: conversationID, count: count, notes: -1}
 		carry, err := evidence.UnmarshalCarry(rec.Carry)
 		if err != nil {
 			return fmt.Errorf("decode the fold's carry: %w", err)

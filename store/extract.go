@@ -62,13 +62,15 @@ func (s *Store) extract(ctx context.Context, tx pgx.Tx, userID, conversationID s
 	var first pendingChunk
 	b := &pgx.Batch{}
 	b.Queue(`
-SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at, archive_count, carry
+SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, published_at, archive_count, carry,
+    notes_hold_from, notes_requested_at, notes_count
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
 FOR UPDATE`, userID, conversationID)
 	b.Queue(firstChunkSQL, userID, conversationID, string(checkpoint.RoleUser), s.extractChunk, extractChunkBytes)
 	br := tx.SendBatch(ctx, b)
-	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount, &row.carry)
+	err := br.QueryRow().Scan(&row.version, &row.cursor, &row.count, &prefix, &row.body, &row.deleted, &published, &row.archiveCount, &row.carry,
+		&row.notesHoldFrom, &row.notesRequestedAt, &row.notesCount)
 	if err == nil || errors.Is(err, pgx.ErrNoRows) {
 		var merr error
 		if newest, first, merr = scanFirstChunk(br); merr != nil {
@@ -108,7 +110,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND extract_requested_at IS NOT NULL
 	if err != nil {
 		return ExtractResult{}, fmt.Errorf("decode stored evidence: %w", err)
 	}
-	x := s.fold.NewExtraction(state, &archive{db: tx, tx: tx, userID: userID, conversationID: conversationID, count: row.archiveCount}, row.archiveCount)
+	x := s.fold.NewExtraction(state, &archive{db: tx, tx: tx, userID: userID, conversationID: conversationID, count: row.archiveCount, notes: row.notesCount}, row.archiveCount)
 	var request checkpoint.Message // request k, read with the last chunk when it fits
 	haveRequest := false
 	for lo := row.cursor; lo < k; {
@@ -165,11 +167,18 @@ SET version = $3, "cursor" = $4, prefix_digest = $5, body = $6, updated_at = now
     archive_count = $7, view = $8, carry = $9
 WHERE user_id = $1 AND conversation_id = $2`,
 		userID, conversationID, state.Version, state.Cursor, state.PrefixDigest[:], body, archiveCount, view, carry)
-	// Messages below the old cursor are gone already: deleting the range
-	// keeps the index scan off the dead entries earlier extractions left
-	// (until vacuum), so a turn costs the same at message 10 and 10,000.
-	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4`,
-		userID, conversationID, row.cursor, state.Cursor)
+	// Messages below the old cursor are gone already (but those the
+	// follower holds): deleting the range keeps the index scan off the dead
+	// entries earlier extractions left (until vacuum), so a turn costs the
+	// same at message 10 and 10,000.
+	hold, err := s.cfg.Follower.extracted(ctx, s, tx, b, userID, conversationID, &row, state.Cursor)
+	if err != nil {
+		return ExtractResult{}, err
+	}
+	if hold = min(hold, state.Cursor); hold > row.cursor {
+		b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4`,
+			userID, conversationID, row.cursor, hold)
+	}
 	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, state.Cursor))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return ExtractResult{}, fmt.Errorf("write evidence: %w", err)

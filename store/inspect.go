@@ -16,7 +16,8 @@ import (
 // page). The
 // view is chosen again for the held request at the cursor from the same
 // candidates, by the same code (evidence.ExplainView), as extraction chose
-// it; Matches says whether it came out the same.
+// it; Matches says whether it came out the same. The first page also
+// carries the model lane's notes and calls.
 func (s *Store) Inspect(ctx context.Context, userID, conversationID string, after *evidence.ArchivePosition, limit int) (evidence.Inspection, error) {
 	in := evidence.Inspection{Record: evidence.Record{UserID: userID, ConversationID: conversationID, PrefixDigest: checkpoint.ChainStart()},
 		RequestIndex: -1, MaxTokens: s.fold.MaxTokens}
@@ -47,6 +48,15 @@ ORDER BY idx, span_start LIMIT $5`, userID, conversationID, pos.Index, pos.SpanS
 		if err != nil {
 			return err
 		}
+		if after == nil {
+			var view []evidence.Shown
+			if x != nil {
+				view = x.View.Shown
+			}
+			if in.Lane, err = inspectLane(ctx, tx, userID, conversationID, view); err != nil {
+				return err
+			}
+		}
 		in.Entries = make([]evidence.InspectedEntry, len(page))
 		for i := range page {
 			in.Entries[i] = evidence.InspectedEntry{Item: page[i], Decision: evidence.Decision{Why: evidence.WhyNotCandidate}}
@@ -74,9 +84,11 @@ func (s *Store) explain(ctx context.Context, tx pgx.Tx, in *evidence.Inspection,
 	var role string
 	var evidential bool
 	var id, text []byte
-	err := tx.QueryRow(ctx, `SELECT role, evidential, message_id, text FROM recall_message
-WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`, rec.UserID, rec.ConversationID, rec.Cursor).
-		Scan(&role, &evidential, &id, &text)
+	var notes int
+	err := tx.QueryRow(ctx, `SELECT m.role, m.evidential, m.message_id, m.text, c.notes_count
+FROM recall_message m JOIN recall_conversation c USING (user_id, conversation_id)
+WHERE m.user_id = $1 AND m.conversation_id = $2 AND m.idx = $3`, rec.UserID, rec.ConversationID, rec.Cursor).
+		Scan(&role, &evidential, &id, &text, &notes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -84,7 +96,7 @@ WHERE user_id = $1 AND conversation_id = $2 AND idx = $3`, rec.UserID, rec.Conve
 		return nil, fmt.Errorf("read the held request: %w", err)
 	}
 	request := heldMessage(checkpoint.Role(role), evidential, string(id), string(text))
-	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(&request), count)
+	c, q, err := candidates(ctx, tx, rec, evidence.RequestText(&request), count, notes)
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,11 @@ type Config struct {
 	// Fold is the evidence profile, its bounds and heuristics. Defaults to
 	// the focus profile with its default bounds.
 	Fold *evidence.Config
+	// Follower is what follows each extraction over the messages it
+	// summarised: Notes{} for the model lane (RECALL_EXTRACTOR=model), which
+	// holds them for its notes job and enqueues it. Defaults to Lexical{}:
+	// nothing follows.
+	Follower Follower
 	// CoalesceWindow is how long an enqueued extraction that has not started
 	// yet absorbs later events of its conversation; after it, ingest enqueues
 	// another (which also covers a job lost with a crashed worker until River
@@ -97,6 +102,9 @@ func (c *Config) WithDefaults() *Config {
 	out.ExtractChunk = cmp.Or(out.ExtractChunk, DefaultExtractChunk)
 	out.SearchCache = cmp.Or(out.SearchCache, DefaultSearchCache)
 	out.ExportPage = cmp.Or(out.ExportPage, DefaultExportPage)
+	if out.Follower == nil {
+		out.Follower = Lexical{}
+	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -197,6 +205,11 @@ type convRow struct {
 	// focus fold's carry.
 	archiveCount int
 	carry        []byte
+	// notesHoldFrom, notesRequestedAt and notesCount are the model lane's
+	// (notes.go).
+	notesHoldFrom    *int
+	notesRequestedAt *time.Time
+	notesCount       int
 }
 
 func (r *convRow) record(userID, conversationID string) evidence.Record {
@@ -205,7 +218,8 @@ func (r *convRow) record(userID, conversationID string) evidence.Record {
 }
 
 // DeleteConversation deletes a conversation's evidence and every message
-// recall holds of it (including the payloads of its rejected events), and
+// recall holds of it (including the payloads of its rejected events, and
+// the model lane's notes and call records), and
 // leaves a tombstone so that later events for the key are rejected as
 // deleted. It is idempotent.
 func (s *Store) DeleteConversation(ctx context.Context, userID, conversationID string) error {
@@ -226,10 +240,13 @@ func deleteLocked(ctx context.Context, tx pgx.Tx, userID, conversationID string)
 	b.Queue(`
 UPDATE recall_conversation
 SET deleted_at = coalesce(deleted_at, now()), version = 0, "cursor" = 0, message_count = 0,
-    prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL, archive_count = 0, view = NULL, carry = NULL
+    prefix_digest = $3, body = NULL, updated_at = now(), extract_requested_at = NULL, archive_count = 0, view = NULL, carry = NULL,
+    notes_cursor = NULL, notes_hold_from = NULL, notes_requested_at = NULL, notes_count = 0
 WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID, start[:])
 	b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
 	b.Queue(`DELETE FROM recall_archive WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
+	b.Queue(`DELETE FROM recall_note WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
+	b.Queue(`DELETE FROM recall_model_call WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
 	b.Queue(`UPDATE recall_rejection SET payload = NULL, payload_sha256 = NULL
 WHERE user_id = $1 AND conversation_id = $2 AND (payload IS NOT NULL OR payload_sha256 IS NOT NULL)`, userID, conversationID)
 	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, 0))

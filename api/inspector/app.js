@@ -141,6 +141,7 @@ async function openConversation(user, conversation) {
   current = { user, conversation, entries: [], next: body.next, body };
   renderState(body);
   renderRejections(body.rejections);
+  renderLane(body);
   $("archive").tBodies[0].replaceChildren();
   addEntries(body.entries);
 }
@@ -231,6 +232,29 @@ function renderRejections(rows) {
   for (const r of rows) {
     tbody.append(el("tr", null, el("td", null, String(r.id)), el("td", null, r.reason), el("td", "id", r.event_id),
       el("td", null, r.received_at), el("td", null, r.detail)));
+  }
+}
+
+// renderLane shows the model lane's notes and calls, when it ran for the
+// conversation: outcomes and counts, never a prompt or an answer.
+function renderLane(b) {
+  const notes = b.notes || [], calls = b.model_calls || [];
+  show("lane", notes.length > 0 || calls.length > 0 || b.model_calls_answered > 0);
+  const shown = notes.filter((n) => n.shown).length;
+  $("lane-summary").textContent = b.note_count + " notes written by the model (" + notes.length + " listed, " + shown +
+    " of them shown); " + b.model_calls_answered + " calls answered; the newest that failed below.";
+  const nb = $("notes").tBodies[0];
+  nb.replaceChildren();
+  for (const n of notes) {
+    nb.append(el("tr", n.shown ? "shown" : null, el("td", null, String(n.index)), el("td", null, n.role),
+      el("td", null, n.bucket), el("td", null, n.text + (n.truncated ? " …" : "")), el("td", null, n.shown ? "yes" : "no")));
+  }
+  const cb = $("model-calls").tBodies[0];
+  cb.replaceChildren();
+  for (const c of calls) {
+    cb.append(el("tr", c.outcome === "ok" ? null : "superseded", el("td", null, c.at), el("td", null, c.lo + "–" + (c.hi - 1)),
+      el("td", null, String(c.attempt)), el("td", null, c.outcome), el("td", null, String(c.notes)), el("td", null, String(c.dropped)),
+      el("td", null, c.tokens_in + " / " + c.tokens_out), el("td", null, c.seconds.toFixed(2))));
   }
 }
 

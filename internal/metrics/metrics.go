@@ -57,6 +57,18 @@ type Metrics struct {
 	// counted them (jobs.WatchQueue): the queue's depth, and the jobs River
 	// gave up on.
 	ExtractionJobs *prometheus.GaugeVec
+	// ModelCalls counts the model lane's calls by outcome (ok,
+	// invalid_answer, timeout, transport_error, rate_limited, server_error,
+	// client_error, bad_response).
+	ModelCalls *prometheus.CounterVec
+	// ModelTokens counts the tokens of the model lane's calls, as the
+	// endpoint's usage reports them, by direction (in, out).
+	ModelTokens *prometheus.CounterVec
+	// ModelCallSeconds is the latency of the model lane's calls.
+	ModelCallSeconds prometheus.Histogram
+	// ModelNotes counts the notes of the model lane's answers by result
+	// (written, dropped).
+	ModelNotes *prometheus.CounterVec
 }
 
 // JobStates are the states of River's jobs that ExtractionJobs counts.
@@ -123,9 +135,22 @@ func New() *Metrics {
 	for _, st := range JobStates {
 		m.ExtractionJobs.WithLabelValues(st)
 	}
+	m.ModelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "recall_model_calls_total", Help: "Calls of the model lane by outcome.",
+	}, []string{"outcome"})
+	m.ModelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "recall_model_tokens_total", Help: "Tokens of the model lane's calls, as the endpoint reports them, by direction (in, out).",
+	}, []string{"direction"})
+	m.ModelCallSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "recall_model_call_duration_seconds", Help: "Latency of the model lane's calls.",
+		Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120},
+	})
+	m.ModelNotes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "recall_model_notes_total", Help: "Notes of the model lane's answers by result (written, dropped).",
+	}, []string{"result"})
 	reg.MustRegister(m.Events, m.IngestSeconds, m.Extractions, m.ExtractionSeconds, m.SummarisedMessages,
 		m.StateLagSeconds, m.HTTPRequests, m.HTTPSeconds, m.Waiters, m.MaxWaiters,
 		m.ContextRequests, m.ContextTokens, m.ContextDroppedTurns, m.ContextCompactedToolResults, m.ContextEvidence,
-		m.ExtractionJobs)
+		m.ExtractionJobs, m.ModelCalls, m.ModelTokens, m.ModelCallSeconds, m.ModelNotes)
 	return m
 }

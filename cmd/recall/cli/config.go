@@ -103,6 +103,9 @@ type config struct {
 	Profile string
 	// ArchiveMaxEntries bounds a conversation's archive (focus profile).
 	ArchiveMaxEntries int
+	// Model is the extractor's settings (RECALL_EXTRACTOR and the model
+	// lane's RECALL_MODEL_*).
+	Model modelSettings
 	// getenv reads the OTEL_* variables that turn traces on
 	// (telemetry.Setup); nil turns them off.
 	getenv func(string) string
@@ -148,6 +151,8 @@ const (
 	flagsShutdown
 	// flagsProfile: -evidence-profile, -archive-max-entries.
 	flagsProfile
+	// flagsModel: -extractor and the model lane's -model-… flags.
+	flagsModel
 )
 
 // bind sets every field from the environment or its default, and registers
@@ -217,6 +222,7 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	num(flagsLimits, &c.MaxEventBytes, "max-event-bytes", "RECALL_MAX_EVENT_BYTES", checkpoint.DefaultMaxEventBytes, "largest event accepted; larger ones are rejected as too_large")
 	str(flagsProfile, &c.Profile, "evidence-profile", "RECALL_EVIDENCE_PROFILE", string(evidence.ProfileFocus), "evidence profile: focus (sentences, an archive, a view per request) or seed (the seed system's rules exactly)")
 	num(flagsProfile, &c.ArchiveMaxEntries, "archive-max-entries", "RECALL_ARCHIVE_MAX_ENTRIES", evidence.DefaultMaxArchiveEntries, "entries a conversation's archive keeps (focus profile); the oldest recent_context entries go first")
+	c.Model.bind(fs, env, groups&flagsModel != 0)
 	dur(flagsWorker, &c.GapTimeout, "gap-timeout", "RECALL_GAP_TIMEOUT", worker.DefaultGapTimeout, "how long an append event with a gap is retried before it is rejected")
 	dur(flagsWorker, &c.RejectionRetention, "rejection-retention", "RECALL_REJECTION_RETENTION", jobs.DefaultRejectionRetention, "how long rejections and the tombstones of deleted conversations are kept")
 	num(flagsAPI, &c.APIMaxConns, "api-max-conns", "RECALL_API_MAX_CONNS", 8, "connections of the HTTP API's own Postgres pool (apart from ingest's)")

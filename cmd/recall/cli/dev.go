@@ -35,7 +35,7 @@ func init() {
 
 // devGroups are the shared flags of recall dev: everything but -nats-url
 // (dev runs its own NATS).
-const devGroups = flagsDB | flagsStream | flagsAPI | flagsLog | flagsWorker | flagsLimits | flagsShutdown | flagsProfile
+const devGroups = flagsDB | flagsStream | flagsAPI | flagsLog | flagsWorker | flagsLimits | flagsShutdown | flagsProfile | flagsModel
 
 func runDev(ctx context.Context, env *Env, args []string) error {
 	var cfg config

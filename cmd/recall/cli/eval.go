@@ -22,8 +22,10 @@ func init() {
 // fixtures of DIR as one set). It fails when anything leaks, a message
 // breaks its bound or shape, or a figure of the chosen profile on the first
 // set is below its --min-… flag.
-func runEval(_ context.Context, env *Env, args []string) error {
+func runEval(ctx context.Context, env *Env, args []string) error {
 	flags := newFlags(env, "eval", "[DIR]")
+	var model modelSettings
+	model.bind(flags, env, true)
 	asJSON := flags.Bool("json", false, `print the comparison as JSON: {"profiles": {"focus": {…}, "seed": {…}}}`)
 	verbose := flags.Bool("v", false, "list every required fact and probe, not only the lost ones")
 	profileName := flags.String("profile", "", "the profile whose per-fixture report is printed and whose figures the --min flags check: focus (default) or seed")
@@ -51,6 +53,13 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	}
 	profile, err := evidence.ParseProfile(*profileName)
 	if err != nil {
+		return err
+	}
+	mins := evalMins{retention: *minRetention, long: *minLong, probe: *minProbe}
+	if model.Extractor == extractorModel {
+		return runModelEval(ctx, env, &model, dir, *asJSON, mins)
+	}
+	if err := model.validate(profile); err != nil {
 		return err
 	}
 	var heldOut, dev []eval.Fixture
@@ -99,17 +108,26 @@ func runEval(_ context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	s := &c.Profiles[profile].Summary
-	for _, m := range []struct {
-		name      string
-		got, want float64
-	}{{"retention", s.Retention, *minRetention}, {"long retention", s.LongRetention, *minLong}, {"probe recall", s.ProbeRecall, *minProbe}} {
-		if m.got < m.want {
-			failures = append(failures, fmt.Sprintf("%s: %s %.3f is below %.3f", profile, m.name, m.got, m.want))
-		}
-	}
+	failures = append(failures, mins.check(string(profile), &c.Profiles[profile].Summary)...)
 	if len(failures) > 0 {
 		return errors.New(strings.Join(failures, "; "))
 	}
 	return nil
+}
+
+// evalMins are the --min-… flags.
+type evalMins struct{ retention, long, probe float64 }
+
+// check returns what of s is below m, for the run named name.
+func (m evalMins) check(name string, s *eval.Summary) []string {
+	var failures []string
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{{"retention", s.Retention, m.retention}, {"long retention", s.LongRetention, m.long}, {"probe recall", s.ProbeRecall, m.probe}} {
+		if f.got < f.want {
+			failures = append(failures, fmt.Sprintf("%s: %s %.3f is below %.3f", name, f.name, f.got, f.want))
+		}
+	}
+	return failures
 }

@@ -71,7 +71,7 @@ type roles struct{ worker, api bool }
 func (r roles) flags() flagGroup {
 	g := flagsDB | flagsNATS | flagsStream | flagsLog | flagsLimits | flagsShutdown | flagsProfile
 	if r.worker {
-		g |= flagsWorker
+		g |= flagsWorker | flagsModel
 	}
 	if r.api {
 		g |= flagsAPI
@@ -154,6 +154,13 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 	if err := cfg.validateStream(); err != nil {
 		return nil, err
 	}
+	var lane *jobs.ModelLane
+	if r.worker {
+		// Before anything else: a lane that cannot work stops the start.
+		if lane, err = cfg.modelLane(); err != nil {
+			return nil, err
+		}
+	}
 	if a.tp = cfg.tracerProvider; a.tp == nil {
 		if a.tracing, err = telemetry.Setup(ctx, cfg.getenv); err != nil {
 			return nil, err
@@ -206,6 +213,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Jobs:  &jobs.Config{Workers: cfg.Concurrency, RejectionRetention: cfg.RejectionRetention},
 			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency, MaxBatch: cfg.MaxBatch,
 				Limits: checkpoint.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
+			Model:   lane,
 			Metrics: m, TracerProvider: a.tp, Logger: logger,
 		})
 		if err != nil {
@@ -215,6 +223,10 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			return nil, err
 		}
 		a.pipe = p
+		if lane != nil {
+			logger.InfoContext(ctx, "model lane on: notes of a model beside the profile's evidence", slog.String("model", cfg.Model.Name),
+				slog.String("endpoint", redact.ConnString(cfg.Model.URL)), slog.Int("concurrency", lane.Concurrency), slog.Duration("timeout", lane.Timeout))
+		}
 	}
 	if r.api {
 		if a.apiPool, err = newPool(ctx, cfg.DatabaseURL, "recall_api", int32(max(cfg.APIMaxConns, 1)), 0, a.tp); err != nil {

@@ -37,6 +37,12 @@ func (s storeUsers) UserEntries(ctx context.Context, userID string) iter.Seq2[ap
 	})
 }
 
+func (s storeUsers) UserNotes(ctx context.Context, userID string) iter.Seq2[api.ExportNote, error] {
+	return mapSeq2(s.st.UserNotes(ctx, userID), func(n store.UserNote) api.ExportNote {
+		return api.ExportNote{ConversationID: n.ConversationID, Note: n.Note}
+	})
+}
+
 func (s storeUsers) UserRejections(ctx context.Context, userID string) iter.Seq2[api.Rejection, error] {
 	return mapSeq2(s.st.UserRejections(ctx, userID), func(r store.RecordedRejection) api.Rejection {
 		return api.Rejection{ID: r.ID, Reason: r.Reason, Detail: r.Detail, EventID: r.EventID,
