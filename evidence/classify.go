@@ -162,6 +162,8 @@ var limitWords = []string{
 	"högst", "minst", "måste",
 	"en fazla", "en az", "bütçe", "lazım", "gerek",
 	"максимум", "минимум", "не больше", "не меньше", "бюджет", "нужно", "надо", "должен", "должны",
+	// Rules said of no one: "nobody works inside the flats on a Sunday".
+	"nobody", "no one", "niemand", "personne ne", "nadie", "ninguém", "nessuno", "ingen", "никто",
 }
 
 // Classify returns the first bucket, in bucket order, that has a keyword

@@ -32,6 +32,11 @@ const (
 	// open-work one.
 	keywordPoints  = 8
 	openWorkPoints = 6
+	// ruleBonus: a user's sentence with rule or limit words ("never",
+	// "must", "no more than", "lenen willen we niet") adds this to its
+	// keyword, so that a plain rule keeps its place before sentences that
+	// only name more things.
+	ruleBonus = 6
 	// correctionPoints: a cue that it revises something said before.
 	correctionPoints = 10
 	// negationPoints: a negation ("no drilling", "doesn't eat meat") states
@@ -54,6 +59,10 @@ const (
 	// sentence this much, so that one pasted document does not fill the
 	// view.
 	perRankPenalty = 3
+	// tablePenalty: a row of a pasted table (tableRow) or a line of a
+	// pasted document (pastedLines) names many things and states none of
+	// the user's facts; a row in a pasted document loses it twice.
+	tablePenalty = 36
 	// earlyPoints is what a sentence of the conversation's first message
 	// adds, falling to nothing at message earlyMessages.
 	earlyPoints   = 10
@@ -92,6 +101,7 @@ func scoreItems(items []Item, rare *rarity) {
 	frags := make([]int, len(items))
 	names := make([]named, len(items))
 	specific := make([]int, len(items))
+	paste := pastedLines(items)
 	for i := range items {
 		order[i] = i
 		var c cues
@@ -99,6 +109,9 @@ func scoreItems(items []Item, rare *rarity) {
 		specific[i] = rare.points(names[i])
 		scores[i], c = salience(items[i].Role, items[i].Bucket, items[i].Excerpt)
 		scores[i] += specific[i]
+		if paste[i] {
+			scores[i] -= tablePenalty
+		}
 		// A conversation's first messages set it up: who, what, where,
 		// the limits. What they say weighs a little more.
 		scores[i] += max(0, earlyPoints-earlyPoints*items[i].Index/earlyMessages)
@@ -173,6 +186,9 @@ func salience(role checkpoint.Role, b Bucket, text string) (int, cues) {
 	if role == checkpoint.RoleAssistant && c.proposing {
 		s += keywordPoints
 	}
+	if role == checkpoint.RoleUser && b == Constraints && !question(text) {
+		s += ruleBonus
+	}
 	if role == checkpoint.RoleUser {
 		// "Please never…", "please keep them out of it, they only…": a
 		// request that states a rule or a limit is the user's standing
@@ -187,7 +203,74 @@ func salience(role checkpoint.Role, b Bucket, text string) (int, cues) {
 	if header(text) {
 		s -= 2 * specificPoints0
 	}
+	if tableRow(text) {
+		s -= tablePenalty
+	}
 	return s, c
+}
+
+// pasteLines is the least number of lines of a message that is a pasted
+// document when most of them end without a sentence's end.
+const pasteLines = 6
+
+// pastedLines reports which items of one message are lines of a pasted
+// document (a datasheet, an invoice, a log, an API's reference): in a
+// message of pasteLines items or more, most of which end without a
+// sentence's end, those that do and name a number or an identifier (what
+// makes a line look like a fact). A line without one, a bullet and a line
+// with rule or limit words stay what they are: rules and requirements
+// typed one a line are written so too.
+func pastedLines(items []Item) []bool {
+	out := make([]bool, len(items))
+	if len(items) < pasteLines {
+		return out
+	}
+	open := 0
+	for i := range items {
+		if !endsSentence(items[i].Excerpt) {
+			open++
+		}
+	}
+	if 2*open <= len(items) {
+		return out
+	}
+	for i := range items {
+		t := strings.TrimSpace(items[i].Excerpt)
+		n := specifics(t)
+		out[i] = !endsSentence(t) && n[kindNumber]+n[kindID] > 0 && items[i].Bucket != Constraints && !bullet(t)
+	}
+	return out
+}
+
+// endsSentence reports whether text ends as a sentence does: with a full
+// stop, a question or exclamation mark, or their equivalents in other
+// scripts (closing quotes and brackets aside).
+func endsSentence(text string) bool {
+	text = strings.TrimRight(text, " \t\"')»”’)]")
+	r, _ := utf8.DecodeLastRuneInString(text)
+	return strings.ContainsRune(".!?…。！？।؟۔", r)
+}
+
+// bullet reports whether text opens as an item of a list does.
+func bullet(text string) bool {
+	return strings.HasPrefix(text, "- ") || strings.HasPrefix(text, "* ") || strings.HasPrefix(text, "• ")
+}
+
+// tableRow reports whether text is a row of a pasted table, a sheet or a
+// datasheet: three cells or more, set apart by "|", tabs or runs of
+// spaces ("Voc 318 V  Isc 13.9 A  Pmax 445 W").
+func tableRow(text string) bool {
+	text = strings.Trim(text, " \t|")
+	cells := 1 + strings.Count(text, "|") + strings.Count(text, "\t")
+	for i := 0; i+1 < len(text); i++ {
+		if text[i] == ' ' && text[i+1] == ' ' {
+			cells++
+			for i+1 < len(text) && text[i+1] == ' ' {
+				i++
+			}
+		}
+	}
+	return cells >= 3
 }
 
 // fragment is what text, one sentence, loses for being short: up to
