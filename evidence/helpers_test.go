@@ -1,9 +1,11 @@
 package evidence
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // seedConfig folds by the seed profile's rules, which most tests of this
@@ -35,4 +37,34 @@ func entry(role checkpoint.Role, id string, index int, excerpt string) Entry {
 // buckets builds expected buckets with non-nil slices.
 func buckets(c, d, o, r []Entry) Buckets {
 	return Buckets{Constraints: c, Decisions: d, OpenWork: o, RecentContext: r}.clone()
+}
+
+// talk is a conversation built turn by turn, each message numbered by its
+// place.
+type talk []checkpoint.Message
+
+func (h *talk) add(role checkpoint.Role, text string) {
+	id := fmt.Sprintf("m%d", len(*h))
+	if role == checkpoint.RoleUser {
+		*h = append(*h, checkpointtest.User(id, text))
+	} else {
+		*h = append(*h, checkpointtest.Assistant(id, text))
+	}
+}
+
+// notShown folds h by the default (focus) profile and returns those of
+// texts that no entry holds.
+func notShown(tb testing.TB, h talk, texts []string) []string {
+	tb.Helper()
+	s, _, err := Fold(NewState(), h, nil)
+	if err != nil {
+		tb.Fatalf("Fold: %v", err)
+	}
+	var missing []string
+	for _, text := range texts {
+		if !shows(&s, text) {
+			missing = append(missing, text)
+		}
+	}
+	return missing
 }

@@ -87,40 +87,23 @@ func TestFactsOutlastPastedDocuments(t *testing.T) {
 		}
 		return b.String()
 	}
-	var h []checkpoint.Message
-	add := func(role checkpoint.Role, text string) {
-		id := fmt.Sprintf("m%d", len(h))
-		if role == checkpoint.RoleUser {
-			h = append(h, checkpointtest.User(id, text))
-		} else {
-			h = append(h, checkpointtest.Assistant(id, text))
-		}
-	}
+	var h talk
 	for i, f := range facts {
-		add(checkpoint.RoleUser, f)
-		add(checkpoint.RoleAssistant, "Understood.")
+		h.add(checkpoint.RoleUser, f)
+		h.add(checkpoint.RoleAssistant, "Understood.")
 		if i%2 == 1 {
-			add(checkpoint.RoleUser, "How long does the permit usually take around here?")
-			add(checkpoint.RoleAssistant, "Usually a few weeks.")
+			h.add(checkpoint.RoleUser, "How long does the permit usually take around here?")
+			h.add(checkpoint.RoleAssistant, "Usually a few weeks.")
 		}
 	}
 	for i := range 30 {
-		add(checkpoint.RoleUser, doc())
-		add(checkpoint.RoleAssistant, "Got it, filed.")
-		add(checkpoint.RoleUser, fmt.Sprintf("Thanks, talk tomorrow about quote %d.", i+1))
-		add(checkpoint.RoleAssistant, "Sure.")
+		h.add(checkpoint.RoleUser, doc())
+		h.add(checkpoint.RoleAssistant, "Got it, filed.")
+		h.add(checkpoint.RoleUser, fmt.Sprintf("Thanks, talk tomorrow about quote %d.", i+1))
+		h.add(checkpoint.RoleAssistant, "Sure.")
 	}
-	add(checkpoint.RoleUser, "Summarise where we stand for Tom.")
-	s, _, err := Fold(NewState(), h, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var missing []string
-	for _, f := range facts {
-		if !shows(&s, f) {
-			missing = append(missing, f)
-		}
-	}
+	h.add(checkpoint.RoleUser, "Summarise where we stand for Tom.")
+	missing := notShown(t, h, facts)
 	if len(missing) > 0 {
 		t.Errorf("%d of %d facts are not shown after %d pasted documents:\n%s", len(missing), len(facts), 30, strings.Join(missing, "\n"))
 	}

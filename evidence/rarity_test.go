@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/recallhq/recall/checkpoint"
-	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // plainRules are rules a user states early in plain words: no number, no
@@ -80,36 +79,19 @@ func TestPlainRulesOutlastChatter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(7, 11))
-			var h []checkpoint.Message
-			add := func(role checkpoint.Role, text string) {
-				id := fmt.Sprintf("m%d", len(h))
-				if role == checkpoint.RoleUser {
-					h = append(h, checkpointtest.User(id, text))
-				} else {
-					h = append(h, checkpointtest.Assistant(id, text))
-				}
-			}
-			add(checkpoint.RoleUser, "We're renovating the two flats on the top floor this spring, and I'll log everything here.")
-			add(checkpoint.RoleAssistant, "Sounds good. Tell me how you like to run things and I'll keep track.")
+			var h talk
+			h.add(checkpoint.RoleUser, "We're renovating the two flats on the top floor this spring, and I'll log everything here.")
+			h.add(checkpoint.RoleAssistant, "Sounds good. Tell me how you like to run things and I'll keep track.")
 			for _, r := range plainRules {
-				add(checkpoint.RoleUser, r)
-				add(checkpoint.RoleAssistant, "Noted.")
+				h.add(checkpoint.RoleUser, r)
+				h.add(checkpoint.RoleAssistant, "Noted.")
 			}
 			for _, n := range tt.notes(rng, 90) {
-				add(checkpoint.RoleUser, n)
-				add(checkpoint.RoleAssistant, "Logged.")
+				h.add(checkpoint.RoleUser, n)
+				h.add(checkpoint.RoleAssistant, "Logged.")
 			}
-			add(checkpoint.RoleUser, "Draft the weekly update for the owner.")
-			s, _, err := Fold(NewState(), h, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var missing []string
-			for _, r := range plainRules {
-				if !shows(&s, r) {
-					missing = append(missing, r)
-				}
-			}
+			h.add(checkpoint.RoleUser, "Draft the weekly update for the owner.")
+			missing := notShown(t, h, plainRules)
 			if len(missing) > 0 {
 				t.Errorf("%d of %d plain rules are not shown after %d messages of chatter:\n%s",
 					len(missing), len(plainRules), len(h), strings.Join(missing, "\n"))
