@@ -162,15 +162,14 @@ func (s *Score) addProbe(why string, facts, hits int) {
 }
 
 // probeKind returns the kind of request a probe's why names: the word
-// before "question" in its first clause ("LoCoMo multi-hop question;
-// answer: …" is "multi-hop"), or "".
+// before "question" where its first clause ends with it ("LoCoMo
+// multi-hop question; answer: …" is "multi-hop"), or "" ("crane question
+// depends on the floor" names none).
 func probeKind(why string) string {
 	first, _, _ := strings.Cut(why, ";")
 	words := strings.Fields(first)
-	for i := 1; i < len(words); i++ {
-		if words[i] == "question" {
-			return words[i-1]
-		}
+	if n := len(words); n >= 2 && words[n-1] == "question" {
+		return words[n-2]
 	}
 	return ""
 }
