@@ -205,13 +205,13 @@ var requestWords = map[string]bool{"please": true, "pls": true, "plz": true, "bi
 var correctionWords = func() map[string]bool {
 	m := make(map[string]bool)
 	for _, w := range strings.Fields(`actually instead correction revised moved postponed rescheduled replaced slips slipped pushed changed update updated
-stattdessen statt anstatt korrektur verschoben verschieben rutschen geändert
-plutôt finalement reporté décalé changé
-cambiado aplazado cambiamos movemos pasamos
-invece spostato spostiamo cambiato diventa
-alterado mudamos mudou adiado
-verplaatst veranderd
-istället flyttar flyttat ändrat
+stattdessen statt anstatt korrektur verschoben verschieben rutschen geändert ändert ändern
+plutôt finalement reporté décalé changé modifié remplacé
+cambiado aplazado cambiamos movemos pasamos cambia cambió
+invece spostato spostiamo cambiato diventa cambia modificato
+alterado mudamos mudou adiado muda trocamos
+verplaatst veranderd verandert wijzigt gewijzigd aangepast
+istället flyttar flyttat ändrat ändrar
 yerine kaydıralım kaydırdık değişti
 вместо переносим перенесли изменили`) {
 		m[w] = true
@@ -220,7 +220,10 @@ yerine kaydıralım kaydırdık değişti
 }()
 
 var correctionPhrases = map[string]bool{"no longer": true, "not anymore": true, "make it": true, "rather than": true, "nicht mehr": true, "plus de": true, "ya no": true,
-	"au lieu": true, "en lugar": true, "en vez": true, "em vez": true, "in plaats": true}
+	"au lieu": true, "en lugar": true, "en vez": true, "em vez": true, "in plaats": true,
+	// "The visit is now Saturday": a value that stands now, in place of one before.
+	"is now": true, "are now": true, "ist jetzt": true, "ist nun": true, "est maintenant": true, "es ahora": true, "è ora": true,
+	"é agora": true, "is nu": true, "är nu": true}
 
 // unspacedCorrections are correction cues of Japanese, Chinese and Korean,
 // found inside unspaced words ("改成", "に変更").

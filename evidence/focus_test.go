@@ -446,3 +446,20 @@ func TestAcceptedProposalWeighsAsTheUsers(t *testing.T) {
 		}
 	}
 }
+
+func TestCorrectionCues(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]bool{
+		"Dat verandert de kilometers: reken maar met zo'n 19.000 km per jaar.": true,
+		"Your engineer visit is now Saturday 9 March, 08:00-13:00.":            true,
+		"Die Übergabe ist jetzt am Freitag.":                                   true,
+		"Actually, make it 150 people.":                                        true,
+		"Now we need to talk about the budget.":                                false,
+		"The venue holds 120 people.":                                          false,
+		"We change the oil every 10,000 km.":                                   false,
+	} {
+		if got := readCues(text).correction; got != want {
+			t.Errorf("readCues(%q).correction = %v, want %v", text, got, want)
+		}
+	}
+}
