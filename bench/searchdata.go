@@ -116,7 +116,9 @@ func (c *chatter) message(lo, hi int) json.RawMessage {
 // queries returns n search queries of one to eight words drawn from the
 // conversation's vocabulary: common words that match thousands of entries,
 // a name that matches one entry, words that match none, German and Japanese
-// ones, and mixtures.
+// ones, and mixtures; every other one is put as a question ("What did we
+// say about …?"), which a view answers relevance first, reading the
+// messages that match it best as well.
 func (c *chatter) queries(n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -144,6 +146,9 @@ func (c *chatter) queries(n int) []string {
 			}
 		}
 		out[i] = strings.Join(words, " ")
+		if i%2 == 1 {
+			out[i] = "What did we say about " + out[i] + "?"
+		}
 	}
 	return out
 }
