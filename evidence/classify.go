@@ -162,6 +162,8 @@ var limitWords = []string{
 	"högst", "minst", "måste",
 	"en fazla", "en az", "bütçe", "lazım", "gerek",
 	"максимум", "минимум", "не больше", "не меньше", "бюджет", "нужно", "надо", "должен", "должны",
+	// A bound after its value: "28% or less", "o menos", "oder weniger".
+	"or less", "or fewer", "o menos", "ou menos", "ou moins", "oder weniger", "o meno", "of minder", "eller mindre",
 	// Rules said of no one: "nobody works inside the flats on a Sunday".
 	"nobody", "no one", "niemand", "personne ne", "nadie", "ninguém", "nessuno", "ingen", "никто",
 }

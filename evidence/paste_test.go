@@ -20,6 +20,7 @@ func TestPastedLines(t *testing.T) {
 		{"datasheet", "Here's the datasheet.\nRated power: 445 W\nVoc 41.2 V  Isc 13.9 A  Pmax 445 W\nWeight: 21 kg\nFrame: black anodised\nWarranty: 25 years\nCells: 108 half-cut", []bool{false, true, true, true, false, true, true}},
 		{"requirements as bullets", "What we need\n- no gas anywhere in the house\n- budget 30k at most\n- done before the baby comes\n- keep the old fireplace\n- a window over the sink", []bool{false, false, false, false, false, false}},
 		{"rules without full stops", "House rules\nNobody works inside the flats on a Sunday\nSpare keys only go to the tenant named on the lease\nDon't give out phone numbers\nThe boiler room stays locked\nPlumbing is Brightwell's", []bool{false, false, false, false, false, false}},
+		{"numbered list", "Where we are\n1. opening on Saturday 14 March\n2. the dining room seats 38, the patio maybe 8 more\n3) budget 62,000 for the build-out\n4. Beto runs the kitchen\n5. lease signed for 5 years", []bool{false, false, false, false, false, false}},
 		{"prose", "We moved in March. The roof faces south-west. The street side must stay clear. Tom works from home. We pay from savings. No loans.", []bool{false, false, false, false, false, false}},
 		{"short", "Voc 41 V\nIsc 13 A", []bool{false, false}},
 	} {

@@ -251,9 +251,17 @@ func endsSentence(text string) bool {
 	return strings.ContainsRune(".!?…。！？।؟۔", r)
 }
 
-// bullet reports whether text opens as an item of a list does.
+// bullet reports whether text opens as an item of a list does: "- ",
+// "* ", "• ", or a number and "." or ")" ("2. The dining room seats 38").
 func bullet(text string) bool {
-	return strings.HasPrefix(text, "- ") || strings.HasPrefix(text, "* ") || strings.HasPrefix(text, "• ")
+	if strings.HasPrefix(text, "- ") || strings.HasPrefix(text, "* ") || strings.HasPrefix(text, "• ") {
+		return true
+	}
+	i := 0
+	for i < len(text) && i < 3 && '0' <= text[i] && text[i] <= '9' {
+		i++
+	}
+	return i > 0 && i+1 < len(text) && (text[i] == '.' || text[i] == ')') && text[i+1] == ' '
 }
 
 // tableRow reports whether text is a row of a pasted table, a sheet or a
