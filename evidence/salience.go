@@ -246,7 +246,7 @@ func pastedLines(items []Item) []bool {
 // stop, a question or exclamation mark, or their equivalents in other
 // scripts (closing quotes and brackets aside).
 func endsSentence(text string) bool {
-	text = strings.TrimRight(text, " \t\"')»”’)]")
+	text = strings.TrimRight(text, " \t\"'»”’)]")
 	r, _ := utf8.DecodeLastRuneInString(text)
 	return strings.ContainsRune(".!?…。！？।؟۔", r)
 }
