@@ -64,9 +64,14 @@ func TestChatterQueries(t *testing.T) {
 		}
 		texts = append(texts, m.Content)
 	}
-	for _, q := range c.queries(100) {
-		if n := len(strings.Fields(q)); n < 1 || n > 8 {
-			t.Errorf("query %q has %d words, want 1 to 8", q, n)
+	for i, q := range c.queries(100) {
+		words, asked := strings.CutPrefix(q, "What did we say about ")
+		if asked != (i%2 == 1) {
+			t.Errorf("query %d %q: put as a question %v, want every other one", i, q, asked)
+		}
+		words = strings.TrimSuffix(words, "?")
+		if n := len(strings.Fields(words)); n < 1 || n > 8 {
+			t.Errorf("query %q asks for %d words, want 1 to 8", q, n)
 		}
 	}
 	all := strings.Join(texts, " ")
