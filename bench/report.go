@@ -409,10 +409,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.SearchClients > 0 {
 		notes = append(notes, fmt.Sprintf("search: conversations written through the store (%s), the archive analyzed as autovacuum would; "+
 			"a turn at %d entries reads the same bounded candidates as a search (up to %d rows: the newest %d, the oldest and newest %d and heaviest of %d tiers, "+
-			"the newest %d sharing a term with the request and %d with its window) where one at 10 messages reads a handful",
+			"the newest %d sharing a term with the request, or %d a term for a question, and %d with its window) where one at 10 messages reads a handful",
 			r.SearchPath, r.SearchArchiveEntries,
 			evidence.CandidateLimit*(1+int(evidence.TierContext))+evidence.RelevantLimit+evidence.WindowLimit, evidence.CandidateLimit,
-			evidence.CandidateLimit/4, int(evidence.TierContext), evidence.RelevantLimit, evidence.WindowLimit),
+			evidence.CandidateLimit/4, int(evidence.TierContext), evidence.StatementLimit, evidence.TermLimit, evidence.WindowLimit),
 			fmt.Sprintf("a search is one round trip, a repeatable-read batch of the conversation's row and the keys of the entries its query picks "+
 				"(the candidates no query picks are kept in memory per conversation, stamped with the row they were read at, and entries by key; "+
 				"a search that finds the row changed reads everything, one that lacks entries reads them), and the view's choice and rendering in Go, against one primary-key read for GET; it is CPU-bound: %d closed-loop clients "+

@@ -41,6 +41,9 @@ const (
 	// WindowLimit those that share a term with the window only.
 	TermLimit   = 48
 	WindowLimit = 64
+	// StatementLimit bounds the candidates of a request that asks nothing
+	// (QueryScans).
+	StatementLimit = 192
 	// RelevantLimit bounds the candidates a query picks.
 	RelevantLimit = MaxQueryTerms*TermLimit + WindowLimit
 	// WindowItems is how many of the newest items join the request's text
@@ -106,14 +109,26 @@ func ReadStanding(ctx context.Context, ix Index, total int, carry Carry) (*Stand
 	return s, s.readNotes(ctx, ix)
 }
 
-// QueryScans returns the scans of the candidates query q picks: for each
-// of its scanned terms the newest TermLimit items that hold it, then the
-// newest WindowLimit items that share a term with the window only.
+// QueryScans returns the scans of the candidates query q picks. For a
+// question, for each of its scanned terms the newest TermLimit items that
+// hold it (each term's rarity is estimated from its own scan: a question
+// is answered relevance first); for a request that asks nothing, whose
+// view gives relevance a tenth of the room, the newest StatementLimit items
+// that hold any of them, in one scan (a common term's scan reads every
+// item that holds it on a large archive). Then the newest WindowLimit
+// items that share a term with the window only.
 func QueryScans(q *Query) []Scan {
 	scans := make([]Scan, 0, len(q.scanned)+1)
-	for _, t := range q.scanned {
-		s := scanAll(Newest, TermLimit)
-		s.Terms = []string{t}
+	switch {
+	case q.asks:
+		for _, t := range q.scanned {
+			s := scanAll(Newest, TermLimit)
+			s.Terms = []string{t}
+			scans = append(scans, s)
+		}
+	case len(q.scanned) > 0:
+		s := scanAll(Newest, StatementLimit)
+		s.Terms = q.scanned
 		scans = append(scans, s)
 	}
 	if len(q.windowOnly) > 0 {
@@ -137,22 +152,40 @@ func (s *Standing) With(q *Query, picked [][]Item) *Candidates {
 	if len(s.Recent) > 0 {
 		newest = s.Recent[0].Index
 	}
-	for i, t := range q.scanned {
-		c.DF[t] = estimateDF(picked[i], newest, s.Total)
+	switch {
+	case q.asks:
+		for i, t := range q.scanned {
+			items := picked[i]
+			c.DF[t] = estimateDF(len(items), oldestIndex(items), newest, s.Total, len(items) >= TermLimit)
+		}
+	case len(q.scanned) > 0:
+		items := picked[0]
+		for _, t := range q.scanned {
+			c.DF[t] = estimateDF(countHolding(items, t), oldestIndex(items), newest, s.Total, len(items) >= StatementLimit)
+		}
 	}
 	return c
 }
 
+// oldestIndex returns the message index of the last of items, which a scan
+// of the newest returns newest first, or 0.
+func oldestIndex(items []Item) int {
+	if len(items) == 0 {
+		return 0
+	}
+	return items[len(items)-1].Index
+}
+
 // estimateDF estimates how many items of an archive of total items, whose
-// newest message has index newest, hold a term, from the newest items that
-// hold it (TermLimit at most): their count when they are fewer, else the
-// count in proportion to the share of the history they span.
-func estimateDF(items []Item, newest, total int) float64 {
-	n := len(items)
-	if n < TermLimit || n == 0 {
+// newest message has index newest, hold a term that n items of a scan of
+// the newest hold, the scan reaching back to message oldest: n where the
+// scan read all it could (not full), else n in proportion to the share of
+// the history the scan spans.
+func estimateDF(n, oldest, newest, total int, full bool) float64 {
+	if !full || n == 0 {
 		return float64(n)
 	}
-	span := newest - items[n-1].Index + 1
+	span := newest - oldest + 1
 	return min(float64(total), float64(n)*float64(newest+1)/float64(max(span, 1)))
 }
 

@@ -48,11 +48,12 @@ func NewQuery(request string, window []Item) *Query {
 	slices.Sort(terms)
 	q.windowOnly = slices.Compact(terms)
 	q.scanned = slices.Clone(q.request)
-	if len(q.scanned) > MaxQueryTerms {
+	limit := MaxQueryTerms
+	if len(q.scanned) > limit {
 		slices.SortStableFunc(q.scanned, func(x, y string) int {
 			return cmp.Compare(utf8.RuneCountInString(y), utf8.RuneCountInString(x))
 		})
-		q.scanned = q.scanned[:MaxQueryTerms]
+		q.scanned = q.scanned[:limit]
 	}
 	return q
 }
