@@ -463,3 +463,19 @@ func TestCorrectionCues(t *testing.T) {
 		}
 	}
 }
+
+// TestIrregularPast checks that a question in the present finds a fact
+// told in the past tense of an irregular English verb.
+func TestIrregularPast(t *testing.T) {
+	t.Parallel()
+	for _, tt := range [][2]string{
+		{"How did Melanie feel while watching the meteor shower?", "I felt tiny and in awe of the universe."},
+		{"What did she buy for the trip?", "I bought new hiking shoes."},
+		{"Where did they swim last summer?", "We swam in the lake every morning."},
+	} {
+		q := NewQuery(tt[0], nil)
+		if !sharesTerm(Terms(tt[1]), q.RequestTerms()) {
+			t.Errorf("%q shares no term with %q: %q, %q", tt[0], tt[1], q.RequestTerms(), Terms(tt[1]))
+		}
+	}
+}

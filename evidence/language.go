@@ -166,6 +166,11 @@ func (st *stemmer) term(w string) string {
 	if stopWords[w] {
 		return ""
 	}
+	if st.lang != nil && st.lang.name == "english" {
+		if base, ok := irregularEnglish[w]; ok {
+			w = base
+		}
+	}
 	if st.lang != nil {
 		st.env.SetCurrent(w)
 		st.lang.stem(st.env)
@@ -183,6 +188,21 @@ var elisions = func() map[string]bool {
 	m := make(map[string]bool)
 	for _, w := range strings.Fields(`l d j m n s t c qu jusqu lorsqu puisqu un dell nell all dall sull coll quell bell sant`) {
 		m[w] = true
+	}
+	return m
+}()
+
+// irregularEnglish maps the past forms of common irregular English verbs to
+// the verb, which the Snowball stemmer leaves apart: a question asks in the
+// present ("what did she make for the church?", "how did he feel?") what
+// was told in the past ("I made a stained glass window", "I felt tiny").
+var irregularEnglish = func() map[string]string {
+	m := make(map[string]string)
+	for _, forms := range strings.Split(`feel felt|buy bought|meet met|begin began begun|win won|lose lost|teach taught|write wrote written|run ran|eat ate eaten|drive drove driven|fly flew flown|grow grew grown|draw drew drawn|sing sang sung|swim swam swum|build built|catch caught|choose chose chosen|fall fell fallen|fight fought|forget forgot forgotten|hear heard|lead led|learn learnt|lend lent|pay paid|ride rode ridden|rise rose risen|sell sold|send sent|shoot shot|sit sat|sleep slept|speak spoke spoken|spend spent|stand stood|steal stole stolen|throw threw thrown|understand understood|wake woke woken|wear wore worn|break broke broken|bite bit bitten|blow blew blown|hide hid hidden|freeze froze frozen|forgive forgave forgiven|feed fed|dig dug|deal dealt|sink sank sunk|shake shook shaken|tear tore torn`, "|") {
+		words := strings.Fields(forms)
+		for _, w := range words[1:] {
+			m[w] = words[0]
+		}
 	}
 	return m
 }()
