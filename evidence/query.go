@@ -48,12 +48,11 @@ func NewQuery(request string, window []Item) *Query {
 	slices.Sort(terms)
 	q.windowOnly = slices.Compact(terms)
 	q.scanned = slices.Clone(q.request)
-	limit := MaxQueryTerms
-	if len(q.scanned) > limit {
+	if len(q.scanned) > MaxQueryTerms {
 		slices.SortStableFunc(q.scanned, func(x, y string) int {
 			return cmp.Compare(utf8.RuneCountInString(y), utf8.RuneCountInString(x))
 		})
-		q.scanned = q.scanned[:limit]
+		q.scanned = q.scanned[:MaxQueryTerms]
 	}
 	return q
 }

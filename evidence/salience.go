@@ -209,13 +209,14 @@ func salience(role checkpoint.Role, b Bucket, text string) (int, cues) {
 	return s, c
 }
 
-// pasteLines is the least number of lines of a message that is a pasted
-// document when most of them end without a sentence's end.
+// pasteLines is the least number of entries (its lines and sentences) of
+// a message that is a pasted document when most of them end without a
+// sentence's end.
 const pasteLines = 6
 
 // pastedLines reports which items of one message are lines of a pasted
 // document (a datasheet, an invoice, a log, an API's reference): in a
-// message of pasteLines items or more, most of which end without a
+// message of pasteLines entries or more, most of which end without a
 // sentence's end, those that do and name a number or an identifier (what
 // makes a line look like a fact). A line without one, a bullet and a line
 // with rule or limit words stay what they are: rules and requirements
