@@ -23,15 +23,7 @@ import (
 // migrated returns a pool on a fresh migrated database.
 func migrated(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	dbURL := pgtest.NewDatabase(t)
-	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, _ := pgtest.NewMigratedPool(t, store.Migrate)
 	return pool
 }
 

@@ -43,15 +43,7 @@ func (k kindInserter) InsertManyTx(ctx context.Context, tx pgx.Tx, params []rive
 // extractions the model lane follows.
 func notesSetup(t *testing.T) (*pgxpool.Pool, *store.Store) {
 	t.Helper()
-	dbURL := pgtest.NewDatabase(t)
-	if err := store.Migrate(t.Context(), dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, _ := pgtest.NewMigratedPool(t, store.Migrate)
 	if _, err := pool.Exec(t.Context(), `CREATE TABLE test_jobs (kind text, args text)`); err != nil {
 		t.Fatal(err)
 	}
