@@ -479,3 +479,44 @@ func TestIrregularPast(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryScans checks the reads a request's terms cost: a question reads
+// each of its terms' newest items in a scan of its own (their rarity is
+// its ranking), any other request the newest items of all its terms in
+// one scan.
+func TestQueryScans(t *testing.T) {
+	t.Parallel()
+	question := NewQuery("When did Caroline start the pottery class?", nil)
+	scans := QueryScans(question)
+	if len(scans) != len(question.RequestTerms()) || len(scans) < 3 {
+		t.Fatalf("a question of %d terms reads %d scans, want one a term", len(question.RequestTerms()), len(scans))
+	}
+	for _, s := range scans {
+		if len(s.Terms) != 1 || s.Limit != TermLimit {
+			t.Errorf("a question's scan %+v, want one term and limit %d", s, TermLimit)
+		}
+	}
+	statement := NewQuery("Draft the weekly update for the owner about the pottery class.", nil)
+	scans = QueryScans(statement)
+	if len(scans) != 1 || len(scans[0].Terms) != len(statement.RequestTerms()) || scans[0].Limit != StatementLimit {
+		t.Errorf("an instruction reads %+v, want one scan of its %d terms, limit %d", scans, len(statement.RequestTerms()), StatementLimit)
+	}
+}
+
+// TestEstimateDF checks the estimate of how many items of an archive hold a
+// term from a scan of the newest: the count where the scan read all there
+// is, else the count scaled by the share of the history the scan spans.
+func TestEstimateDF(t *testing.T) {
+	t.Parallel()
+	if got := estimateDF(7, 10, 999, 5000, false); got != 7 {
+		t.Errorf("a scan that read all: %v, want 7", got)
+	}
+	// 48 of the newest, reaching back over the last 100 of 1,000 messages:
+	// about ten times as many in the whole history.
+	if got := estimateDF(48, 900, 999, 5000, true); got != 480 {
+		t.Errorf("a full scan over a tenth of the history: %v, want 480", got)
+	}
+	if got := estimateDF(48, 990, 999, 300, true); got != 300 {
+		t.Errorf("an estimate over the archive's size: %v, want the size 300", got)
+	}
+}
