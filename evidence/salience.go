@@ -243,13 +243,14 @@ func pastedLines(items []Item) []bool {
 	return out
 }
 
-// endsSentence reports whether text ends as a sentence does: with a full
-// stop, a question or exclamation mark, or their equivalents in other
-// scripts (closing quotes and brackets aside).
+// endsSentence reports whether text ends as a sentence does, by the
+// segmenter's marks (segment.go): a full stop, a question or exclamation
+// mark, an ellipsis, or their equivalents in other scripts, closing quotes
+// and round or square brackets aside.
 func endsSentence(text string) bool {
 	text = strings.TrimRight(text, " \t\"'»”’)]")
 	r, _ := utf8.DecodeLastRuneInString(text)
-	return strings.ContainsRune(".!?…。！？।؟۔", r)
+	return r == '.' || r == '!' || r == '?' || r == '…' || isDanda(r) || isCJKStop(r)
 }
 
 // bullet reports whether text opens as an item of a list does: "- ",
