@@ -267,6 +267,7 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 	rc.Queues = map[string]river.QueueConfig{store.ExtractQueue: {MaxWorkers: c.Workers}}
 	if l := c.ModelLane; l != nil {
 		if err := river.AddWorkerSafely(workers, &NotesWorker{pool: pool, store: st, model: l.Model, cfg: l.noteConfig(), timeout: l.Timeout, backoff: l.Backoff,
+			quiet: l.Quiet, maxWait: l.MaxQuietWait,
 			metrics: c.Metrics, logger: c.Logger, tracer: newJobTracer(c.TracerProvider)}); err != nil {
 			return nil, fmt.Errorf("jobs: %w", err)
 		}

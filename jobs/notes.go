@@ -64,13 +64,13 @@ const (
 	// notesWriteTimeout is what a notes job's timeout allows beyond the
 	// call: its reads and its write.
 	notesWriteTimeout = 30 * time.Second
-	// notesQuiet is how long a conversation must have been still before
-	// its call is made, and notesMaxWait how long a call waits for that at
-	// most: the events of a burst arrive within milliseconds of each
-	// other, and one call then covers them all, however many extractions
-	// they took.
-	notesQuiet   = 250 * time.Millisecond
-	notesMaxWait = 2 * time.Second
+	// DefaultModelQuiet is how long a conversation must have been still
+	// before its call is made, and DefaultModelMaxQuietWait how long a call
+	// waits for that at most: the events of a burst arrive within
+	// milliseconds of each other, and one call then covers them all,
+	// however many extractions they took.
+	DefaultModelQuiet        = 250 * time.Millisecond
+	DefaultModelMaxQuietWait = 2 * time.Second
 	// maxStaleSnoozes bounds how often a job whose write found the
 	// conversation changed reads again at once.
 	maxStaleSnoozes = 3
@@ -106,6 +106,12 @@ type ModelLane struct {
 	// waits twice the one before, at most a minute. Defaults to
 	// DefaultModelBackoff (2s).
 	Backoff time.Duration
+	// Quiet is how long a conversation must have been still (no event,
+	// no extraction pending) before its call is made, so that a burst of
+	// events makes one call; MaxQuietWait bounds that wait, for a
+	// conversation that never goes still. Default to DefaultModelQuiet
+	// (250ms) and DefaultModelMaxQuietWait (2s).
+	Quiet, MaxQuietWait time.Duration
 }
 
 // withDefaults returns a copy of l with every zero field set to its
@@ -117,6 +123,8 @@ func (l *ModelLane) withDefaults() ModelLane {
 	out.Concurrency = cmp.Or(out.Concurrency, DefaultModelConcurrency)
 	out.MaxTranscriptBytes = cmp.Or(out.MaxTranscriptBytes, modelnote.DefaultMaxBytes)
 	out.Backoff = cmp.Or(out.Backoff, DefaultModelBackoff)
+	out.Quiet = cmp.Or(out.Quiet, DefaultModelQuiet)
+	out.MaxQuietWait = cmp.Or(out.MaxQuietWait, DefaultModelMaxQuietWait)
 	return out
 }
 
@@ -134,6 +142,10 @@ func (l *ModelLane) validate() error {
 		return fmt.Errorf("jobs: ModelLane.Concurrency is %d: it must be positive, or 0 for the default %d", l.Concurrency, DefaultModelConcurrency)
 	case l.Backoff < 0:
 		return fmt.Errorf("jobs: ModelLane.Backoff is %s: it must be positive, or 0 for the default %s", l.Backoff, DefaultModelBackoff)
+	case l.Quiet < 0:
+		return fmt.Errorf("jobs: ModelLane.Quiet is %s: it must be positive, or 0 for the default %s", l.Quiet, DefaultModelQuiet)
+	case l.MaxQuietWait < 0:
+		return fmt.Errorf("jobs: ModelLane.MaxQuietWait is %s: it must be positive, or 0 for the default %s", l.MaxQuietWait, DefaultModelMaxQuietWait)
 	case l.MaxTranscriptBytes < 0:
 		return fmt.Errorf("jobs: ModelLane.MaxTranscriptBytes is %d: it must be positive, or 0 for the default %d", l.MaxTranscriptBytes, modelnote.DefaultMaxBytes)
 	}
@@ -158,6 +170,8 @@ type NotesWorker struct {
 	cfg     modelnote.Config
 	timeout time.Duration
 	backoff time.Duration
+	quiet   time.Duration // ModelLane.Quiet
+	maxWait time.Duration // ModelLane.MaxQuietWait
 	metrics *metrics.Metrics
 	logger  *slog.Logger
 	tracer  trace.Tracer
@@ -247,15 +261,15 @@ func (w *NotesWorker) Work(ctx context.Context, job *river.Job[store.NotesArgs])
 }
 
 // readQuiet reads the range of the conversation's next call once the
-// conversation has been still for notesQuiet (or notesMaxWait has passed),
-// so that a burst of events makes one call. A job enqueued (by the
+// conversation has been still for w.quiet (or w.maxWait has passed), so
+// that a burst of events makes one call. A job enqueued (by the
 // extraction that changed the conversation last, as a rule) less than
-// notesQuiet ago waits for the rest of it before it reads at all.
+// w.quiet ago waits for the rest of it before it reads at all.
 func (w *NotesWorker) readQuiet(ctx context.Context, key store.NotesArgs, enqueued time.Time) (store.NotesRange, error) {
-	deadline := time.Now().Add(notesMaxWait)
+	deadline := time.Now().Add(w.maxWait)
 	// (A little more: the conversation's row was written at the same
 	// moment, and should read as still by then.)
-	if wait := notesQuiet + 20*time.Millisecond - time.Since(enqueued); wait > 0 {
+	if wait := w.quiet + 20*time.Millisecond - time.Since(enqueued); wait > 0 {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -264,10 +278,10 @@ func (w *NotesWorker) readQuiet(ctx context.Context, key store.NotesArgs, enqueu
 	}
 	for {
 		r, err := w.store.ReadNotesRange(ctx, key.UserID, key.ConversationID, 4*w.cfg.MaxBytes)
-		if err != nil || r.Deleted || (!r.Pending && r.Quiet >= notesQuiet) || time.Now().After(deadline) {
+		if err != nil || r.Deleted || (!r.Pending && r.Quiet >= w.quiet) || time.Now().After(deadline) {
 			return r, err
 		}
-		wait := max(notesQuiet-r.Quiet, 20*time.Millisecond)
+		wait := max(w.quiet-r.Quiet, 20*time.Millisecond)
 		select {
 		case <-time.After(min(wait, time.Until(deadline))):
 		case <-ctx.Done():
