@@ -282,7 +282,7 @@ func (c *corrections) cues(i int) *entryWords {
 // instead of 8", "715 €, not 640", "statt 8", "не 20 минут, а 12").
 func revoked(text string) []string {
 	var out []string
-	words := splitWords(text, nil)
+	words := splitWords(joinThousands(text), nil)
 	for i, w := range words {
 		if !asideWords[w] && !(i+1 < len(words) && asidePhrases[w+" "+words[i+1]]) {
 			continue
@@ -340,8 +340,10 @@ func (c *corrections) slots(i int) map[string][]string {
 	return e.slots
 }
 
-// numbersOf returns the words of text that hold a digit, lower-cased.
+// numbersOf returns the words of text that hold a digit, lower-cased, a
+// number written with separators of thousands as one ("9,999", "8.000").
 func numbersOf(text string) []string {
+	text = joinThousands(text)
 	var out []string
 	for i := 0; i < len(text); {
 		start, end := nextWord(text, i)
@@ -355,6 +357,44 @@ func numbersOf(text string) []string {
 	}
 	return out
 }
+
+// joinThousands returns text with the separators of thousands taken out of
+// its numbers ("9,999" and "9.999" read 9999, "1 500" with a no-break space
+// 1500), so that a number is one word: a separator between a digit and
+// three digits that no digit follows. Decimals ("0,46", "3.11") and dates
+// ("15.06.2025") keep theirs.
+func joinThousands(text string) string {
+	var b []byte
+	last := 0
+	for i := 1; i < len(text); i++ {
+		if !isDigitByte(text[i-1]) {
+			continue
+		}
+		sep := 0
+		switch {
+		case text[i] == ',' || text[i] == '.':
+			sep = 1
+		case strings.HasPrefix(text[i:], "\u00a0"):
+			sep = 2
+		case strings.HasPrefix(text[i:], "\u202f"):
+			sep = 3
+		}
+		j := i + sep
+		if sep == 0 || j+3 > len(text) || !isDigitByte(text[j]) || !isDigitByte(text[j+1]) || !isDigitByte(text[j+2]) ||
+			j+3 < len(text) && isDigitByte(text[j+3]) {
+			continue
+		}
+		b = append(b, text[last:i]...)
+		last = j
+		i = j
+	}
+	if b == nil {
+		return text
+	}
+	return string(append(b, text[last:]...))
+}
+
+func isDigitByte(c byte) bool { return '0' <= c && c <= '9' }
 
 // The scripts words are counted in (scriptOf).
 const (
@@ -415,6 +455,7 @@ func sharedSlots(older, newer map[string][]string) int {
 // numberSlots returns, for each word within slotReach words of a number in
 // text (stop words, days and months aside), the numbers it stands by.
 func numberSlots(text string) map[string][]string {
+	text = joinThousands(text)
 	type word struct {
 		term   string
 		number bool

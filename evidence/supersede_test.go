@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +73,7 @@ func TestCorrectionRules(t *testing.T) {
 		{"number put aside", "The agency wrote that he wants to keep 640 euros.", "So he withholds 715 euros, not 640, they added a cleaning fee.", true},
 		{"small number put aside", "The check-out inspection was on 3 September.", "I was wrong: the check-out inspection was on Thursday 28 August, not 3 September.", true},
 		{"new number in the same places", "We drive about 12,000 km per year, mostly to work.", "Count on about 19,000 km per year in total.", true},
+		{"a number with separators of thousands put aside", "The landlord keeps 1,200 of the deposit.", "Hmm, 1,350 now, not 1,200.", true},
 		{"only one of its numbers put aside", "Pricing is 7.99 a month and 69 a year.", "The annual plan is 59 a year, not 69.", false},
 		{"a question", "We drive about 12,000 km per year, mostly to work.", "Do we really drive 19,000 km per year now?", false},
 		{"an addition", "The limit is 100 requests per minute per API key.", "Also, internal keys get 1000 requests per minute.", false},
@@ -101,6 +103,30 @@ func TestCorrectionRules(t *testing.T) {
 				t.Error("the newer statement is superseded")
 			}
 		})
+	}
+}
+
+// TestJoinThousands checks that a number written with separators of
+// thousands reads as one number, and that decimals, dates and versions
+// keep their separators.
+func TestJoinThousands(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ text, want string }{
+		{"early bird 9,999 until 15 June", "early bird 9999 until 15 June"},
+		{"aylık 8.000 TL, önce 6.500 TL", "aylık 8000 TL, önce 6500 TL"},
+		{"1.000.000 de euros", "1000000 de euros"},
+		{"15\u00a0000 € et 2\u202f500 €", "15000 € et 2500 €"},
+		{"9,999.50 in total", "9999.50 in total"},
+		{"0,46 per kWh, Python 3.11, on 15.06.2025", "0,46 per kWh, Python 3.11, on 15.06.2025"},
+		{"12,3456 and 1,23 and a,123 and 1, 234", "12,3456 and 1,23 and a,123 and 1, 234"},
+		{"no digits at all", "no digits at all"},
+	} {
+		if got := joinThousands(tc.text); got != tc.want {
+			t.Errorf("joinThousands(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+	if got, want := numbersOf("Make it 10,999, not 9,999."), []string{"10999", "9999"}; !slices.Equal(got, want) {
+		t.Errorf("numbersOf: %q, want %q", got, want)
 	}
 }
 
