@@ -37,8 +37,10 @@ import (
 // planned 180 patients" corrected by "arriviamo a 232 pazienti"), nor one
 // that names no number and no cue ("Series S is the priority SKU", then
 // "PS5 base is the priority SKU now"). In text written without spaces,
-// where words cannot be told apart, only a cue counts. A sentence that holds
-// two facts goes as a whole when one of them is corrected.
+// where words cannot be told apart, character pairs stand for words and a
+// number is read apart from the characters around it ("上限は15kg", then
+// "上限は8kg"). A sentence that holds two facts goes as a whole when one of
+// them is corrected.
 
 // supersedeMaxShare: a word that more than this share of the candidates
 // hold says nothing about which thing an entry is about.
@@ -351,9 +353,65 @@ func numbersOf(text string) []string {
 			break
 		}
 		i = end
-		if w := text[start:end]; hasDigit(w) {
+		w := text[start:end]
+		switch {
+		case !hasDigit(w):
+		case hasUnspaced(w):
+			for _, p := range unspacedParts(w) {
+				if p.number {
+					out = append(out, p.text)
+				}
+			}
+		default:
 			out = append(out, normaliseWord(w))
 		}
+	}
+	return out
+}
+
+// A part of a word written without spaces (unspacedParts).
+type unspacedPart struct {
+	text   string
+	number bool
+}
+
+// unspacedParts splits a word that holds text written without spaces
+// ("1箱の上限は15kgくらい", "7주차") into its numbers (digits and the Latin
+// unit after them: "1", "15kg", "7") and, between them, the character
+// bigrams of the unspaced runs (a lone rune on its own) and the other runs,
+// lower-cased: the words around a number there, as spaces give them
+// elsewhere.
+func unspacedParts(w string) []unspacedPart {
+	var out []unspacedPart
+	runes := []rune(strings.ToLower(w))
+	for i := 0; i < len(runes); {
+		j := i + 1
+		switch r := runes[i]; {
+		case '0' <= r && r <= '9':
+			for j < len(runes) && '0' <= runes[j] && runes[j] <= '9' {
+				j++
+			}
+			for j < len(runes) && 'a' <= runes[j] && runes[j] <= 'z' {
+				j++
+			}
+			out = append(out, unspacedPart{string(runes[i:j]), true})
+		case unspaced(r):
+			for j < len(runes) && unspaced(runes[j]) {
+				j++
+			}
+			if j == i+1 {
+				out = append(out, unspacedPart{text: string(runes[i])})
+			}
+			for k := i; k+1 < j; k++ {
+				out = append(out, unspacedPart{text: string(runes[k : k+2])})
+			}
+		default:
+			for j < len(runes) && !unspaced(runes[j]) && !('0' <= runes[j] && runes[j] <= '9') {
+				j++
+			}
+			out = append(out, unspacedPart{text: string(runes[i:j])})
+		}
+		i = j
 	}
 	return out
 }
@@ -465,9 +523,13 @@ func numberSlots(text string) map[string][]string {
 	st := newStemmer(guessLanguage(words))
 	for _, w := range words {
 		switch {
+		case hasUnspaced(w):
+			for _, p := range unspacedParts(w) {
+				ws = append(ws, word{p.text, p.number})
+			}
 		case hasDigit(w):
 			ws = append(ws, word{w, true})
-		case calendarWords[w] || hasUnspaced(w):
+		case calendarWords[w]:
 		default:
 			if t := st.term(w); t != "" {
 				ws = append(ws, word{t, false})

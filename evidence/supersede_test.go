@@ -74,6 +74,8 @@ func TestCorrectionRules(t *testing.T) {
 		{"small number put aside", "The check-out inspection was on 3 September.", "I was wrong: the check-out inspection was on Thursday 28 August, not 3 September.", true},
 		{"new number in the same places", "We drive about 12,000 km per year, mostly to work.", "Count on about 19,000 km per year in total.", true},
 		{"a number with separators of thousands put aside", "The landlord keeps 1,200 of the deposit.", "Hmm, 1,350 now, not 1,200.", true},
+		{"a new number in the same places, written without spaces", "荷物は1人20kgまでにしよう。", "荷物は1人15kgまでに減らします。", true},
+		{"a new number elsewhere, written without spaces", "荷物は1人20kgまでにしよう。", "駅までは徒歩15分です。", false},
 		{"only one of its numbers put aside", "Pricing is 7.99 a month and 69 a year.", "The annual plan is 59 a year, not 69.", false},
 		{"a question", "We drive about 12,000 km per year, mostly to work.", "Do we really drive 19,000 km per year now?", false},
 		{"an addition", "The limit is 100 requests per minute per API key.", "Also, internal keys get 1000 requests per minute.", false},
@@ -127,6 +129,34 @@ func TestJoinThousands(t *testing.T) {
 	}
 	if got, want := numbersOf("Make it 10,999, not 9,999."), []string{"10999", "9999"}; !slices.Equal(got, want) {
 		t.Errorf("numbersOf: %q, want %q", got, want)
+	}
+}
+
+// TestUnspacedParts checks that the numbers of text written without
+// spaces are read apart from the words around them.
+func TestUnspacedParts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ text, want string }{
+		{"1箱の上限は15kgくらい", "1# 箱の の上 上限 限は 15kg# くら らい"},
+		{"중간고사를 8주차", "중간 간고 고사 사를 8# 주차"},
+		{"11月14日", "11# 月 14# 日"},
+		{"卸は40%引き", "卸は 40# 引き"},
+	} {
+		var got []string
+		for _, w := range splitWords(tc.text, nil) {
+			if !hasUnspaced(w) {
+				continue
+			}
+			for _, p := range unspacedParts(w) {
+				if p.number {
+					p.text += "#"
+				}
+				got = append(got, p.text)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("unspacedParts(%q) = %q, want %q", tc.text, strings.Join(got, " "), tc.want)
+		}
 	}
 }
 
