@@ -313,10 +313,12 @@ var asidePhrases = map[string]bool{"instead of": true, "rather than": true, "no 
 	"en vez": true, "em vez": true, "in plaats": true, "istället för": true}
 
 // adds reports whether text adds to what was said rather than changing it
-// ("Also, the limit for internal keys is 1000 per minute.").
+// ("Also, the limit for internal keys is 1000 per minute."). In German,
+// "also" says "so" ("Korrektur also: 11 Busse statt 8"), and adds nothing.
 func adds(text string) bool {
-	for _, w := range splitWords(text, nil) {
-		if additiveWords[w] {
+	words := splitWords(text, nil)
+	for _, w := range words {
+		if additiveWords[w] && (w != "also" || guessLanguage(words) != languageNamed("german")) {
 			return true
 		}
 	}

@@ -78,6 +78,7 @@ func TestCorrectionRules(t *testing.T) {
 		{"a new number elsewhere, written without spaces", "荷物は1人20kgまでにしよう。", "駅までは徒歩15分です。", false},
 		{"only one of its numbers put aside", "Pricing is 7.99 a month and 69 a year.", "The annual plan is 59 a year, not 69.", false},
 		{"a question", "We drive about 12,000 km per year, mostly to work.", "Do we really drive 19,000 km per year now?", false},
+		{"German also, which says so", "Wir planen 8 Busse für den Shuttle am Freitag.", "Also, wir brauchen 11 Busse für den Shuttle am Freitag.", true},
 		{"an addition", "The limit is 100 requests per minute per API key.", "Also, internal keys get 1000 requests per minute.", false},
 		{"the same number named again", "The venue holds 120 people.", "The venue is on Harbour Road, 120 people standing.", false},
 		{"a shared word only", "The catering budget is 18,500 euros.", "The catering tent goes up on Friday at 9.", false},
