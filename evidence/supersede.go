@@ -382,10 +382,16 @@ type unspacedPart struct {
 // unit after them: "1", "15kg", "7") and, between them, the character
 // bigrams of the unspaced runs (a lone rune on its own) and the other runs,
 // lower-cased: the words around a number there, as spaces give them
-// elsewhere.
+// elsewhere. Full-width digits and letters ("１５ｋｇ") read as their ASCII
+// forms.
 func unspacedParts(w string) []unspacedPart {
 	var out []unspacedPart
 	runes := []rune(strings.ToLower(w))
+	for i, r := range runes {
+		if '！' <= r && r <= '～' { // the full-width forms of ASCII
+			runes[i] = unicode.ToLower(r - '！' + '!')
+		}
+	}
 	for i := 0; i < len(runes); {
 		j := i + 1
 		switch r := runes[i]; {

@@ -142,6 +142,7 @@ func TestUnspacedParts(t *testing.T) {
 		{"중간고사를 8주차", "중간 간고 고사 사를 8# 주차"},
 		{"11月14日", "11# 月 14# 日"},
 		{"卸は40%引き", "卸は 40# 引き"},
+		{"上限は１５ｋｇ", "上限 限は 15kg#"},
 	} {
 		var got []string
 		for _, w := range splitWords(tc.text, nil) {
