@@ -28,6 +28,14 @@ import (
 //     that name the same things with other numbers (a schedule, an e-mail the
 //     user pastes) list them; only a cue or a number put aside corrects there.
 //
+// And whether it names a number or not, an older entry that says a thing is
+// not so yet ("the landlord hasn't signed yet", "noch nicht
+// unterschrieben") is superseded by a newer user entry, in a later message,
+// that says it without a negation and shares two rare words with it ("the
+// landlord signed today"): a state that was expected to change has. A rule
+// ("no charger in the garage") has no "yet", and a later mention of the thing
+// leaves it be.
+//
 // A rare word is one few candidates hold, and few of those written in its
 // script: in a conversation held in one script, the few sentences in another
 // would otherwise make that language's commonest words ("से", "ज़्यादा") look
@@ -65,16 +73,18 @@ const slotReach = 2
 // entryWords is what supersession compares of an entry, read when first
 // needed.
 type entryWords struct {
-	words   []string            // terms without a digit
-	numbers []string            // words with a digit
-	slots   map[string][]string // a word next to numbers, and those numbers
-	read    bool                // numbers has been read
-	slotted bool                // slots has been read
-	cueOK   bool                // cue, asks and adds have been read
-	cue     bool                // a correction cue
-	asks    bool                // it is a question
-	adds    bool                // it adds to what was said ("also", "auch")
-	revoked []string            // numbers it names as no longer so ("instead of 30", "pas 640")
+	words      []string            // terms without a digit
+	numbers    []string            // words with a digit
+	slots      map[string][]string // a word next to numbers, and those numbers
+	read       bool                // numbers has been read
+	slotted    bool                // slots has been read
+	cueOK      bool                // cue, asks and adds have been read
+	cue        bool                // a correction cue
+	asks       bool                // it is a question
+	adds       bool                // it adds to what was said ("also", "auch")
+	revoked    []string            // numbers it names as no longer so ("instead of 30", "pas 640")
+	notYetRead bool                // notYet has been read
+	notYet     []string            // the terms it says are not so yet
 }
 
 // corrections finds, among a view's candidates, the entries a newer user
@@ -182,7 +192,8 @@ func (c *corrections) find(it *Item) int {
 		return -1
 	}
 	ix := c.numbers(x)
-	if len(ix.numbers) == 0 {
+	numbered := len(ix.numbers) > 0
+	if !numbered && len(c.notYet(x)) == 0 {
 		return -1
 	}
 	// A newer entry that puts one of its numbers aside.
@@ -219,7 +230,7 @@ func (c *corrections) find(it *Item) int {
 	for _, y := range touched {
 		n, rare := c.counts[y], c.rares[y]
 		c.counts[y], c.rares[y] = 0, 0
-		if found < 0 && c.corrects(x, y, n, rare) {
+		if found < 0 && (numbered && c.corrects(x, y, n, rare) || c.flipped(x, y, rare)) {
 			found = y
 		}
 	}
@@ -257,6 +268,115 @@ func (c *corrections) corrects(x, y, n, rare int) bool {
 	}
 	return false
 }
+
+// flipped reports whether entry y, in a later message and without a
+// negation, says of a thing what entry x said was not so yet ("Papa hat
+// noch nicht unterschrieben", then "Dr. Sander telefoniert und
+// unterschrieben!"), with two rare words in common.
+func (c *corrections) flipped(x, y, rare int) bool {
+	negated := c.notYet(x)
+	if len(negated) == 0 || rare < 2 || c.items[y].Index == c.items[x].Index {
+		return false
+	}
+	if iy := c.cues(y); iy.asks || iy.adds || anyWord(c.items[y].Excerpt, negationWords, pastNegations) {
+		return false
+	}
+	for _, t := range negated {
+		if contains(c.infos[y].words, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// notYet returns the terms entry i says are not so yet (notYetTerms).
+func (c *corrections) notYet(i int) []string {
+	e := &c.infos[i]
+	if !e.notYetRead {
+		e.notYetRead = true
+		e.notYet = notYetTerms(c.items[i].Excerpt)
+	}
+	return e.notYet
+}
+
+// notYetTerms returns, when text says that something is not so yet ("not
+// signed yet", "noch nicht unterschrieben", "pas encore signé"), the terms of
+// the words a negation stands before: up to three words after it. A rule
+// ("no own charger in the garage") is no state that changes; a thing not done
+// yet is.
+func notYetTerms(text string) []string {
+	if !anyWord(text, yetWords) {
+		return nil
+	}
+	words := splitWords(text, nil)
+	st := newStemmer(guessLanguage(words))
+	var terms []string
+	for i, w := range words {
+		if !negationWords[w] && !pastNegations[w] {
+			continue
+		}
+		for j := i + 1; j < len(words) && j <= i+negationReach; j++ {
+			if t := st.term(words[j]); t != "" && !contains(terms, t) {
+				terms = append(terms, t)
+			}
+		}
+	}
+	return terms
+}
+
+// anyWord reports whether a word of text, lower-cased, is in one of sets
+// (whose words are at most 16 bytes long). It lower-cases an ASCII word in
+// place of its own, so that a sentence's every word costs no allocation.
+func anyWord(text string, sets ...map[string]bool) bool {
+	var buf [16]byte
+	for i := 0; i < len(text); {
+		start, end := nextWord(text, i)
+		if start < 0 {
+			return false
+		}
+		i = end
+		if end-start > len(buf) {
+			continue
+		}
+		b, ascii := buf[:end-start], true
+		for k := range b {
+			c := text[start+k]
+			if c >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b[k] = c
+		}
+		for _, set := range sets {
+			if ascii && set[string(b)] || !ascii && set[normaliseWord(text[start:end])] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// yetWords say that a state may still change ("not yet", "noch nicht",
+// "pas encore", "todavía no", "ancora", "ainda não", "nog niet", "ännu
+// inte", "henüz", "ещё не").
+var yetWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`yet noch encore todavía todavia aún aun ancora ainda nog ännu henüz ещё еще abhi`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// pastNegations are the negated auxiliaries of a state not reached
+// ("hasn't signed yet") that negationWords leaves to salience.
+var pastNegations = map[string]bool{"hasn't": true, "haven't": true, "hadn't": true, "wasn't": true, "weren't": true,
+	"hasnt": true, "havent": true}
+
+// negationReach is how many words after a negation it stands before.
+const negationReach = 3
 
 // numbers returns entry i's words with their numbers read.
 func (c *corrections) numbers(i int) *entryWords {
