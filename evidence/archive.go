@@ -223,7 +223,9 @@ var correctionPhrases = map[string]bool{"no longer": true, "not anymore": true, 
 	"au lieu": true, "en lugar": true, "en vez": true, "em vez": true, "in plaats": true,
 	// "The visit is now Saturday": a value that stands now, in place of one before.
 	"is now": true, "are now": true, "ist jetzt": true, "ist nun": true, "est maintenant": true, "es ahora": true, "è ora": true,
-	"é agora": true, "is nu": true, "är nu": true}
+	"é agora": true, "is nu": true, "är nu": true,
+	// The same with the adverb first: "o teto agora é R$ 16 mil", "jetzt ist der Termin am Montag".
+	"agora é": true, "ahora es": true, "ora è": true, "jetzt ist": true, "nun ist": true, "nu is": true, "nu är": true}
 
 // unspacedCorrections are correction cues of Japanese, Chinese and Korean,
 // found inside unspaced words ("改成", "に変更").

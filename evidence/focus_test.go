@@ -454,6 +454,8 @@ func TestCorrectionCues(t *testing.T) {
 		"Your engineer visit is now Saturday 9 March, 08:00-13:00.":            true,
 		"Die Übergabe ist jetzt am Freitag.":                                   true,
 		"Actually, make it 150 people.":                                        true,
+		"O teto dele agora é R$ 16 mil.":                                       true,
+		"Jetzt ist die Übergabe am Freitag.":                                   true,
 		"Now we need to talk about the budget.":                                false,
 		"The venue holds 120 people.":                                          false,
 		"We change the oil every 10,000 km.":                                   false,
