@@ -52,7 +52,7 @@ async function turn(text) {
 // Phase 1.
 await turn("We must never email the draft to the client.");
 let history = await turn("Agreed: we'll use Postgres for the ledger.");
-let ev = await client.waitFor(user, thread, newestUserIndex(history), { timeoutMs: 30_000 });
+let ev = await client.waitFor(user, thread, newestUserIndex(history), { minMessages: history.length, timeoutMs: 30_000 });
 check(ev.message_count === history.length, `phase 1: message_count ${ev.message_count}, want ${history.length}`);
 console.log(`phase 1: ${history.length} messages, cursor ${ev.cursor}`);
 console.log("stop recall");
@@ -70,7 +70,7 @@ console.log("start recall");
 // Phase 3: recall is back.
 await waitFor("started");
 history = await turn("Draft the schema now.");
-ev = await client.waitFor(user, thread, newestUserIndex(history), { timeoutMs: 60_000 });
+ev = await client.waitFor(user, thread, newestUserIndex(history), { minMessages: history.length, timeoutMs: 60_000 });
 check(ev.message_count === history.length, `phase 3: message_count ${ev.message_count}, want ${history.length}`);
 check(ev.cursor === newestUserIndex(history), `phase 3: cursor ${ev.cursor}, want ${newestUserIndex(history)}`);
 const kept = Object.values(ev.buckets).flat().map((e) => e.excerpt).join("\n");

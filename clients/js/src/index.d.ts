@@ -188,7 +188,7 @@ export declare class RecallClient {
   publishDelete(userId: string, conversationId: string, opts?: { eventId?: string } & TraceOption): Promise<IngestResult>;
   forget(userId: string, conversationId: string): void;
   evidence(userId: string, conversationId: string, opts?: { minCursor?: number; wait?: number | string; maxTokens?: number } & TraceOption): Promise<Evidence>;
-  waitFor(userId: string, conversationId: string, minCursor: number, opts?: { timeoutMs?: number; maxTokens?: number } & TraceOption): Promise<Evidence>;
+  waitFor(userId: string, conversationId: string, minCursor: number, opts?: { timeoutMs?: number; minMessages?: number; maxTokens?: number } & TraceOption): Promise<Evidence>;
   search(userId: string, conversationId: string, query: string, opts?: { maxTokens?: number } & TraceOption): Promise<Evidence>;
   context(
     userId: string,

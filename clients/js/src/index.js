@@ -423,16 +423,24 @@ export class RecallClient {
     });
   }
 
-  /** Waits up to timeoutMs until the evidence's cursor reaches minCursor, and resolves to it. */
-  async waitFor(userId, conversationId, minCursor, { timeoutMs = 60_000, maxTokens, traceparent } = {}) {
+  /**
+   * Waits up to timeoutMs until the evidence's cursor reaches minCursor, and
+   * with minMessages until it also covers that many messages (the replies
+   * after the newest user message arrive in events of their own, as a
+   * LangGraph.js saver publishes them), and resolves to it.
+   */
+  async waitFor(userId, conversationId, minCursor, { timeoutMs = 60_000, minMessages = 0, maxTokens, traceparent } = {}) {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const left = Math.max(0, Math.min(MAX_WAIT_SECONDS, (deadline - Date.now()) / 1000));
       const ev = await this.evidence(userId, conversationId, { minCursor, wait: left, maxTokens, traceparent });
-      if (ev.cursor >= minCursor) return ev;
+      if (ev.cursor >= minCursor && ev.message_count >= minMessages) return ev;
       if (Date.now() >= deadline) {
-        throw new Error(`the evidence cursor is ${ev.cursor}, short of ${minCursor}, after ${timeoutMs} ms; is a recall worker running?`);
+        throw new Error(
+          `the evidence covers cursor ${ev.cursor} and ${ev.message_count} messages, short of ${minCursor} and ${minMessages}, after ${timeoutMs} ms; is a recall worker running?`,
+        );
       }
+      if (ev.cursor >= minCursor) await new Promise((resolve) => setTimeout(resolve, 50)); // the cursor does not move for a reply
     }
   }
 

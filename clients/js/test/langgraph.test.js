@@ -52,7 +52,7 @@ async function runTurns(publishing) {
   assert.deepEqual(errors, []);
   const history = (await graph.getState(config)).values.messages;
   const reader = new RecallClient({ url: env.RECALL_API_URL, token });
-  const ev = await reader.waitFor(user, thread, newestUserIndex(history), { timeoutMs: 30_000 });
+  const ev = await reader.waitFor(user, thread, newestUserIndex(history), { minMessages: history.length, timeoutMs: 30_000 });
   return { user, thread, history, ev, reader, saver };
 }
 
