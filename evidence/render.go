@@ -128,8 +128,9 @@ func appendModelMembers(b []byte, bs *Buckets) []byte {
 
 // ModelLine returns the text of e in the focus profile's evidence message:
 // "role #index: excerpt", "role #index (date): excerpt" for an entry shown
-// with its date, "model note on role #index: note" for a model's note, and
-// "…" after an excerpt that was cut. Only what a model reads: no message
+// with its date, "role #index (maybe changed by #later): excerpt" for an
+// entry shown beside a later one that may correct it, "model note on role
+// #index: note" for a model's note, and "…" after an excerpt that was cut. Only what a model reads: no message
 // id, no span.
 func ModelLine(e *Entry) string {
 	b := appendModelLine(nil, e)
@@ -154,6 +155,11 @@ func appendModelLine(b []byte, e *Entry) []byte {
 		b = appendEscaped(b, e.Date)
 		b = append(b, ')')
 	}
+	if e.MaybeChangedBy > 0 {
+		b = append(b, maybeChangedMark...)
+		b = strconv.AppendInt(b, int64(e.MaybeChangedBy), 10)
+		b = append(b, ')')
+	}
 	b = append(b, ": "...)
 	b = appendEscaped(b, e.Excerpt)
 	if e.Truncated {
@@ -175,8 +181,15 @@ func modelLineLen(e *Entry) int {
 	if e.Date != "" {
 		n += len(" ()") + safeStringLen(e.Date) - 2
 	}
+	if e.MaybeChangedBy > 0 {
+		n += len(maybeChangedMark) + digits(e.MaybeChangedBy) + 1
+	}
 	return n
 }
+
+// maybeChangedMark opens the mark of an entry that a later one may have
+// changed: "user #12 (maybe changed by #40): …".
+const maybeChangedMark = " (maybe changed by #"
 
 // appendBucketMembers writes "constraints":[…],…,"recent_context":[…].
 func appendBucketMembers(b []byte, bs *Buckets) []byte {
@@ -311,6 +324,10 @@ func appendEntry(b []byte, e *Entry) []byte {
 	if e.ModelNote {
 		b = append(b, modelNoteMember...)
 	}
+	if e.MaybeChangedBy > 0 {
+		b = append(b, `,"maybe_changed_by":`...)
+		b = strconv.AppendInt(b, int64(e.MaybeChangedBy), 10)
+	}
 	return append(b, '}')
 }
 
@@ -330,6 +347,9 @@ func entryLen(e *Entry) int {
 	}
 	if e.ModelNote {
 		n += len(modelNoteMember)
+	}
+	if e.MaybeChangedBy > 0 {
+		n += len(`,"maybe_changed_by":`) + digits(e.MaybeChangedBy)
 	}
 	return n
 }

@@ -29,6 +29,10 @@ type Entry struct {
 	// ModelNote marks a model's note (notes.go): Excerpt is then the note's
 	// text, not a quote, and Index its source message's.
 	ModelNote bool `json:"model_note,omitempty"`
+	// MaybeChangedBy is, on an entry the view shows beside a later one that
+	// may correct it (recall is not sure it does), the later entry's message
+	// index; 0 otherwise (supersede.go).
+	MaybeChangedBy int `json:"maybe_changed_by,omitempty"`
 }
 
 // Buckets holds the entries of the four buckets, oldest first.

@@ -92,15 +92,16 @@ type entryWords struct {
 // is asked about an entry that shares words with a newer one, so that a view
 // pays for the entries it considers showing, not for every candidate.
 type corrections struct {
-	items  []*Item // in history order
-	infos  []entryWords
-	index  map[windowKey]int
-	byWord map[string][]int  // the user's entries of each word not too common, in history order
-	byNum  map[string][]int  // the user's entries of each number, in history order
-	rare   map[string]bool   // the words few candidates hold
-	counts []int             // scratch: shared words per newer entry
-	rares  []int             // scratch: shared rare words per newer entry
-	memo   map[windowKey]int // find's answers
+	items   []*Item // in history order
+	infos   []entryWords
+	index   map[windowKey]int
+	byWord  map[string][]int    // the user's entries of each word not too common, in history order
+	byNum   map[string][]int    // the user's entries of each number, in history order
+	rare    map[string]bool     // the words few candidates hold
+	counts  []int               // scratch: shared words per newer entry
+	rares   []int               // scratch: shared rare words per newer entry
+	memo    map[windowKey]int   // find's answers
+	follows map[windowKey]*Item // follow's answers
 }
 
 // newCorrections indexes items, the candidates in history order.
@@ -236,6 +237,67 @@ func (c *corrections) find(it *Item) int {
 	}
 	return found
 }
+
+// follow returns the newest user entry among the candidates, in a later
+// message, that may correct it where recall is not sure it does, or nil:
+// one that is no question and adds nothing, shares two rare words with it, and
+// names a new number beside a word both name ("Zofia is 27", then "make
+// Zofia 33"), or carries a cue. The view shows the two together, the older
+// marked as maybe changed by the newer.
+func (c *corrections) follow(it *Item) *Item {
+	k := windowKey{it.Index, it.Span[0]}
+	if y, ok := c.follows[k]; ok {
+		return y
+	}
+	var found *Item
+	if x, ok := c.index[k]; ok && c.by(it) == nil {
+		found = c.findFollow(x)
+	}
+	if c.follows == nil {
+		c.follows = make(map[windowKey]*Item)
+	}
+	c.follows[k] = found
+	return found
+}
+
+func (c *corrections) findFollow(x int) *Item {
+	ix := c.numbers(x)
+	if len(ix.numbers) == 0 {
+		return nil
+	}
+	counts := make(map[int]int)
+	for _, w := range ix.words {
+		if !c.rare[w] {
+			continue
+		}
+		for _, y := range c.byWord[w] {
+			if c.items[y].Index > c.items[x].Index {
+				counts[y]++
+			}
+		}
+	}
+	found := -1
+	for y, rare := range counts {
+		if y <= found || rare < followRare {
+			continue
+		}
+		iy := c.cues(y)
+		if iy.asks || iy.adds || c.superseded(c.items[y]) {
+			continue
+		}
+		if iy.cue || differ(ix.numbers, iy.numbers) && sharedSlots(c.slots(x), c.slots(y)) > 0 {
+			found = y
+		}
+	}
+	if found < 0 {
+		return nil
+	}
+	return c.items[found]
+}
+
+// followRare is how many rare words a later entry that may correct an
+// older one must share with it.
+const followRare = 2
 
 // corrects reports whether entry y corrects the older entry x, with which
 // it shares n words, rare of them rare.

@@ -187,3 +187,52 @@ func TestCorrectionRareInItsScript(t *testing.T) {
 		t.Errorf("%q superseded by %q", items[0].Excerpt, by.Excerpt)
 	}
 }
+
+// TestMaybeChanged checks that where recall is not sure a later entry
+// corrects an earlier one, the view shows the two together, the earlier
+// marked with the later's index, or neither: never the earlier alone.
+func TestMaybeChanged(t *testing.T) {
+	t.Parallel()
+	older := "In the first draft Zofia Lenartowicz is 27, a seamstress from Kazimierz who hides smuggled letters in the hems of winter coats."
+	newer := "Zofia Lenartowicz should probably be 33 so that her brother's legion years and the tram strike both fit before the story starts."
+	h := []checkpoint.Message{checkpointtest.User("m0", older), checkpointtest.Assistant("m1", "Noted.")}
+	for i := range 120 {
+		h = append(h, checkpointtest.User(fmt.Sprintf("f%d", i), fmt.Sprintf("Checklist item %d for the chapter is done and we signed it off with the editor.", i)))
+	}
+	h = append(h, checkpointtest.User("m-newer", newer), checkpointtest.Assistant("a", "Noted."), checkpointtest.User("last", "What do we know about Zofia Lenartowicz?"))
+	newerIndex := len(h) - 3
+	s, _, err := Fold(NewState(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, q := s.Candidates(h[len(h)-1].Text)
+	for _, maxTokens := range []int{120, 160, 200, 300, 600, DefaultMaxTokens} {
+		v := SelectView(c, q, maxTokens)
+		var old *Entry
+		shownNewer := false
+		for i := range v.Shown {
+			switch e := &v.Shown[i].Entry; {
+			case strings.HasPrefix(older, e.Excerpt) || strings.Contains(older, e.Excerpt) && strings.Contains(e.Excerpt, "27"):
+				old = e
+			case strings.Contains(e.Excerpt, "should probably be 33"):
+				shownNewer = true
+			}
+		}
+		if old == nil {
+			if maxTokens == DefaultMaxTokens {
+				t.Fatalf("%d tokens: the earlier entry is not shown", maxTokens)
+			}
+			continue
+		}
+		if !shownNewer || old.MaybeChangedBy != newerIndex {
+			t.Errorf("%d tokens: %q shown with maybe_changed_by %d, the later entry shown: %v; want %d and true",
+				maxTokens, old.Excerpt, old.MaybeChangedBy, shownNewer, newerIndex)
+		}
+		if line := ModelLine(old); !strings.Contains(line, fmt.Sprintf("user #0 (maybe changed by #%d): ", newerIndex)) {
+			t.Errorf("model line %q does not name the later entry", line)
+		}
+		if b := appendEntry(nil, old); !strings.Contains(string(b), fmt.Sprintf(`"maybe_changed_by":%d}`, newerIndex)) || len(b) != entryLen(old) {
+			t.Errorf("entry JSON %s (len %d, entryLen %d)", b, len(b), entryLen(old))
+		}
+	}
+}

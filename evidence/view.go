@@ -118,20 +118,6 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 		}
 		return e
 	}
-	add := func(it *Item, cost int) bool {
-		k := windowKey{it.Index, it.Span[0]}
-		if count[it.Bucket] > 0 {
-			cost++ // the comma
-		}
-		if shown[k] || used+cost > maxBytes || fixed.superseded(it) {
-			return false
-		}
-		shown[k] = true
-		used += cost
-		count[it.Bucket]++
-		order = append(order, Shown{Bucket: it.Bucket, Entry: entryOf(it)})
-		return true
-	}
 	costs := make(map[*Item]int)
 	costOf := func(it *Item) int {
 		n, ok := costs[it]
@@ -141,6 +127,59 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 			costs[it] = n
 		}
 		return n
+	}
+	// followed are the entries add showed beside the one it was asked to
+	// show, for why.
+	var followed []*Item
+	var add func(it *Item, cost int) bool
+	add = func(it *Item, cost int) bool {
+		k := windowKey{it.Index, it.Span[0]}
+		if count[it.Bucket] > 0 {
+			cost++ // the comma
+		}
+		if shown[k] || used+cost > maxBytes || fixed.superseded(it) {
+			return false
+		}
+		e := entryOf(it)
+		// Where a later entry may correct it, the two go together, the
+		// older marked, or neither goes.
+		y := fixed.follow(it)
+		if y != nil {
+			e.MaybeChangedBy = y.Index
+			cost += modelLineLen(&e) - costOf(it)
+			need := cost
+			if !shown[windowKey{y.Index, y.Span[0]}] {
+				need += costOf(y) + 1 // and a comma
+			}
+			if used+need > maxBytes {
+				return false
+			}
+		}
+		shown[k] = true
+		used += cost
+		count[it.Bucket]++
+		order = append(order, Shown{Bucket: it.Bucket, Entry: e})
+		if y != nil && !shown[windowKey{y.Index, y.Span[0]}] {
+			if !add(y, costOf(y)) {
+				// The later entry did not fit after all (it has a later
+				// one of its own): neither goes.
+				shown[k] = false
+				used -= cost
+				count[it.Bucket]--
+				order = order[:len(order)-1]
+				return false
+			}
+			followed = append(followed, y)
+		}
+		return true
+	}
+	// shownWith tells why of it and of what add showed beside it.
+	shownWith := func(it *Item, cl viewClass, spare bool) {
+		why.shown(it, cl, spare)
+		for _, y := range followed {
+			why.shown(y, cl, spare)
+		}
+		followed = followed[:0]
 	}
 	sp := &statementSplit
 	if q.asks {
@@ -159,7 +198,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 			}
 			if add(it, cost-1) {
 				spent += cost
-				why.shown(it, cl, false)
+				shownWith(it, cl, false)
 			}
 		}
 		if cl == classUser {
@@ -169,7 +208,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 	for _, cl := range sp.order {
 		for _, it := range classes[cl] {
 			if add(it, costOf(it)) {
-				why.shown(it, cl, true)
+				shownWith(it, cl, true)
 			}
 		}
 		if cl == classUser {

@@ -40,6 +40,12 @@ export interface Entry {
   truncated: boolean;
   /** focus profile: [start, end) byte offsets of the excerpt in its message's text. */
   span?: [number, number];
+  /** focus profile, shown to a question that asks when: the date the history last named at or before the entry. */
+  date?: string;
+  /** A note the model lane wrote from the message at index, not a quote. */
+  model_note?: true;
+  /** focus profile: the index of a later entry, shown beside this one, that may correct it. */
+  maybe_changed_by?: number;
 }
 
 export interface Buckets {
