@@ -68,6 +68,15 @@ type Entry struct {
 	// Span is the [start, end) byte offsets of Excerpt in the message's
 	// text, in the focus profile; nil otherwise.
 	Span []int `json:"span,omitempty"`
+	// Date is, in a view for a request that asks when something happened,
+	// the date the history last named at or before the message; "" otherwise.
+	Date string `json:"date,omitempty"`
+	// ModelNote marks a note the model lane wrote from the message at
+	// Index: written by a model, not a quote.
+	ModelNote bool `json:"model_note,omitempty"`
+	// MaybeChangedBy is the message index of a later entry, shown beside
+	// this one, that may correct it; 0 otherwise.
+	MaybeChangedBy int `json:"maybe_changed_by,omitempty"`
 }
 
 // EvidenceOptions are the optional parameters of Evidence.
