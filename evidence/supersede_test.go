@@ -234,5 +234,17 @@ func TestMaybeChanged(t *testing.T) {
 		if b := appendEntry(nil, old); !strings.Contains(string(b), fmt.Sprintf(`"maybe_changed_by":%d}`, newerIndex)) || len(b) != entryLen(old) {
 			t.Errorf("entry JSON %s (len %d, entryLen %d)", b, len(b), entryLen(old))
 		}
+		// Rendered for a smaller max_tokens, the two still go together.
+		for _, renderTokens := range []int{60, 80, 100, 120, 150, 200} {
+			msg := RenderView(v.Shown, v.OmittedEntries, renderTokens)
+			if msg == nil {
+				continue
+			}
+			hasOld := strings.Contains(msg.Content, "(maybe changed by #")
+			hasNewer := strings.Contains(msg.Content, fmt.Sprintf("user #%d: ", newerIndex))
+			if hasOld && !hasNewer {
+				t.Errorf("view at %d tokens rendered at %d: the earlier entry without the later", maxTokens, renderTokens)
+			}
+		}
 	}
 }

@@ -292,17 +292,38 @@ func RenderView(shown []Shown, omitted, maxTokens int) *EvidenceMessage {
 	total := omitted + len(shown)
 	maxBytes := 3 * (maxTokens - 4)
 	n := 0
-	for i := range shown {
-		s := &shown[i]
-		l := bs.Get(s.Bucket)
-		*l = append(*l, s.Entry)
-		size.added(s.Bucket, &s.Entry)
-		if size.total(total, &bs) > maxBytes {
-			size.removed(s.Bucket, &s.Entry)
-			*l = (*l)[:len(*l)-1]
+	kept := make(map[int]bool) // the message indexes of the entries kept
+	for i := 0; i < len(shown); i++ {
+		// An entry marked as maybe changed by a later one goes with it or
+		// not at all: the later one follows it in shown, or came before.
+		end := i + 1
+		for end < len(shown) && shown[end-1].MaybeChangedBy > 0 && shown[end].Index == shown[end-1].MaybeChangedBy {
+			end++ // the later one, and the one that may change it in turn
+		}
+		if m := shown[end-1].MaybeChangedBy; m > 0 && !kept[m] {
 			continue
 		}
-		n++
+		group := shown[i:end]
+		for j := range group {
+			s := &group[j]
+			*bs.Get(s.Bucket) = append(*bs.Get(s.Bucket), s.Entry)
+			size.added(s.Bucket, &s.Entry)
+		}
+		if size.total(total, &bs) > maxBytes {
+			for j := len(group) - 1; j >= 0; j-- {
+				s := &group[j]
+				l := bs.Get(s.Bucket)
+				size.removed(s.Bucket, &s.Entry)
+				*l = (*l)[:len(*l)-1]
+			}
+			i += len(group) - 1
+			continue
+		}
+		for j := range group {
+			kept[group[j].Index] = true
+		}
+		n += len(group)
+		i += len(group) - 1
 	}
 	if size.total(total, &bs) > maxBytes {
 		return nil
