@@ -240,10 +240,11 @@ func (c *corrections) find(it *Item) int {
 
 // follow returns the newest user entry among the candidates, in a later
 // message, that may correct it where recall is not sure it does, or nil:
-// one that is no question and adds nothing, shares two rare words with it, and
-// names a new number beside a word both name ("Zofia is 27", then "make
-// Zofia 33"), or carries a cue. The view shows the two together, the older
-// marked as maybe changed by the newer.
+// one that is no question and adds nothing, shares two rare words with it,
+// and names a new number beside a word both name ("Zofia is 27", then "make
+// Zofia 33"), or carries a cue (also where neither names a number: a
+// choice). The view shows the two together, the older marked as maybe
+// changed by the newer.
 func (c *corrections) follow(it *Item) *Item {
 	k := windowKey{it.Index, it.Span[0]}
 	if y, ok := c.follows[k]; ok {
@@ -262,16 +263,16 @@ func (c *corrections) follow(it *Item) *Item {
 
 func (c *corrections) findFollow(x int) *Item {
 	ix := c.numbers(x)
-	if len(ix.numbers) == 0 {
-		return nil
-	}
-	counts := make(map[int]int)
+	var counts map[int]int // the rare words each later user entry shares with it
 	for _, w := range ix.words {
 		if !c.rare[w] {
 			continue
 		}
 		for _, y := range c.byWord[w] {
 			if c.items[y].Index > c.items[x].Index {
+				if counts == nil {
+					counts = make(map[int]int)
+				}
 				counts[y]++
 			}
 		}
@@ -285,7 +286,7 @@ func (c *corrections) findFollow(x int) *Item {
 		if iy.asks || iy.adds || c.superseded(c.items[y]) {
 			continue
 		}
-		if iy.cue || differ(ix.numbers, iy.numbers) && sharedSlots(c.slots(x), c.slots(y)) > 0 {
+		if iy.cue || len(ix.numbers) > 0 && differ(ix.numbers, iy.numbers) && sharedSlots(c.slots(x), c.slots(y)) > 0 {
 			found = y
 		}
 	}

@@ -248,3 +248,32 @@ func TestMaybeChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestMaybeChangedChoice checks that a choice named without a number, and
+// a later statement with a cue about the same things, are a pair recall is
+// not sure of; a later statement without a cue is none.
+func TestMaybeChangedChoice(t *testing.T) {
+	t.Parallel()
+	older := "For the cover we picked the linocut of the Wawel dragon by Agata Nowicka, printed in two colours on cream paper."
+	for _, tc := range []struct {
+		newer string
+		want  bool
+	}{
+		{"Actually Agata Nowicka thinks the Wawel dragon works better as a woodcut for the cover.", true},
+		{"Agata Nowicka sent a photo of the Wawel dragon from her studio window.", false},
+	} {
+		msgs := []checkpoint.Message{checkpointtest.User("m0", older)}
+		for i := range 120 {
+			msgs = append(msgs, checkpointtest.User(fmt.Sprintf("f%d", i), fmt.Sprintf("Checklist item %d for the chapter is done and we signed it off with the editor.", i)))
+		}
+		msgs = append(msgs, checkpointtest.User("m-newer", tc.newer))
+		items := ExtractItems(msgs, 0, nil, nil)
+		c := newCorrections(pointers(items))
+		if c.superseded(&items[0]) {
+			t.Errorf("%q: superseded, want at most a pair", tc.newer)
+		}
+		if got := c.follow(&items[0]) != nil; got != tc.want {
+			t.Errorf("%q: may change the choice: %v, want %v", tc.newer, got, tc.want)
+		}
+	}
+}
