@@ -98,8 +98,8 @@ type Config struct {
 	// Scenarios selects the scenarios to run. Defaults to all of them.
 	Scenarios []string
 	// Executable is the recall binary run as the child worker of the memory
-	// scenario ("recall worker") and the child API of the users scenario
-	// ("recall api"). Defaults to os.Executable().
+	// and paced scenarios ("recall worker") and the child API of the paced
+	// and users scenarios ("recall api"). Defaults to os.Executable().
 	Executable string
 	// Progress receives a line per step. Defaults to discarding.
 	Progress io.Writer
@@ -111,6 +111,14 @@ type Config struct {
 	// than as child processes, so that a CPU profile or SQLStats covers it;
 	// recall's CPU then includes the load generator's. Defaults to false.
 	InProcess bool
+}
+
+// runsChildren says whether a scenario of the run starts recall as child
+// processes: the memory scenario's worker, the users scenario's API, and
+// the paced scenario's worker and API unless they run in this process.
+func (c *Config) runsChildren() bool {
+	return slices.Contains(c.Scenarios, ScenarioMemory) || slices.Contains(c.Scenarios, ScenarioUsers) ||
+		(slices.Contains(c.Scenarios, ScenarioPaced) && !c.InProcess)
 }
 
 // sizes are a run's workloads.
@@ -204,7 +212,7 @@ func Run(ctx context.Context, cfg *Config) (res *Result, err error) {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
-	if c.Executable == "" && (slices.Contains(c.Scenarios, ScenarioMemory) || slices.Contains(c.Scenarios, ScenarioUsers)) {
+	if c.Executable == "" && c.runsChildren() {
 		if c.Executable, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("bench: find the recall executable for the child worker and API: %w", err)
 		}

@@ -70,3 +70,35 @@ func TestBenchCommand(t *testing.T) {
 		t.Logf("stderr:\n%s", stderr.String())
 	}
 }
+
+// TestBenchPacedAlone runs `recall bench --only paced` without --recall: the
+// paced scenario starts recall as child processes, so the run must find its
+// own executable even when no other scenario that does so is selected.
+func TestBenchPacedAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the paced scenario against Postgres and NATS")
+	}
+	ns := natstest.Start(t)
+	t.Setenv("DATABASE_URL", pgtest.ServerURL())
+	t.Setenv("NATS_URL", ns.URL())
+	t.Setenv("RECALL_CONCURRENCY", "4")
+	t.Setenv(childEnv, "1") // inherited by the child worker and API only
+	var stdout, stderr bytes.Buffer
+	code := cli.Main([]string{"bench", "--json", "--tiny", "--only", "paced"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("recall bench exited %d\nstderr:\n%s", code, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
+	}
+	if failed, ok := res["failed"]; ok {
+		t.Errorf("failed = %v, want no scenario failed", failed)
+	}
+	if v, _ := res["capacity_events_per_s"].(float64); v <= 0 {
+		t.Errorf("capacity_events_per_s = %v, want a positive number", res["capacity_events_per_s"])
+	}
+	if t.Failed() {
+		t.Logf("stderr:\n%s", stderr.String())
+	}
+}
