@@ -1,9 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -169,10 +172,25 @@ func lockConversations(ctx context.Context, tx pgx.Tx, events []BatchEvent) ([]*
 			c.single = true
 		}
 	}
-	// One round trip: the insert, then the lock, which sees the rows the
-	// insert made.
+	// One round trip: the extraction locks of the conversations the batch
+	// deletes (taken before any row lock, see lockExtraction), the insert,
+	// then the row locks, which see the rows the insert made. The row lock
+	// is FOR NO KEY UPDATE, which a fold's archive rows (their foreign key)
+	// do not block: the batch never waits for an extraction's fold.
 	start := checkpoint.ChainStart()
 	b := &pgx.Batch{}
+	var deleting []convKey
+	for k, c := range byKey {
+		if c.single {
+			deleting = append(deleting, k)
+		}
+	}
+	slices.SortFunc(deleting, func(a, b convKey) int {
+		return cmp.Or(strings.Compare(a.user, b.user), strings.Compare(a.conv, b.conv))
+	})
+	for _, k := range deleting {
+		queueLockExtraction(b, k.user, k.conv)
+	}
 	b.Queue(`
 INSERT INTO recall_conversation (user_id, conversation_id, prefix_digest)
 SELECT k.u, k.c, $3 FROM unnest($1::text[], $2::text[]) AS k(u, c)
@@ -184,9 +202,14 @@ SELECT c.user_id, c.conversation_id, c.version, c."cursor", c.message_count, c.p
 FROM recall_conversation c
 WHERE (c.user_id, c.conversation_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 ORDER BY c.user_id, c.conversation_id
-FOR UPDATE OF c`, users, ids)
+FOR NO KEY UPDATE OF c`, users, ids)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
+	for range deleting {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("take the extraction locks: %w", err)
+		}
+	}
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("create conversations: %w", err)
 	}

@@ -58,6 +58,13 @@ func (s *Store) Ingest(ctx context.Context, ev *checkpoint.Event, meta Meta) (Re
 }
 
 func (s *Store) ingest(ctx context.Context, tx pgx.Tx, ev *checkpoint.Event, meta Meta) (Result, error) {
+	if ev.Kind == checkpoint.KindDelete {
+		// A deletion waits for the conversation's extraction, before its
+		// row lock (see lockExtraction).
+		if err := lockExtraction(ctx, tx, ev.UserID, ev.ConversationID); err != nil {
+			return Result{}, err
+		}
+	}
 	row, err := lockConversation(ctx, tx, ev.UserID, ev.ConversationID)
 	if err != nil {
 		return Result{}, err

@@ -2,11 +2,14 @@
 // the messages recall holds until they are summarised, rejection records and
 // tombstones, and the schema's migrations.
 //
-// Each conversation's row in recall_conversation is its lock. Ingest and
-// extraction both take it FOR UPDATE inside their transactions, so work on
-// one conversation is serialised while different conversations never wait
-// for each other, and an extraction that commits always sees every event
-// committed before it took the lock.
+// Each conversation has two locks. Its row in recall_conversation is the
+// lock of its state: ingest takes it (FOR NO KEY UPDATE) for the whole of
+// its transaction, an extraction only to check what it folded and write.
+// Its extraction lock (an advisory lock on the key, lockExtraction) is
+// held by an extraction for the whole of its transaction and by a deletion
+// before the row; ingest never takes it. So ingest never waits for a fold,
+// extractions of a conversation and its deletion serialise, and different
+// conversations never wait for each other.
 package store
 
 import (
@@ -89,6 +92,10 @@ type Store struct {
 
 	extractChunk int
 	searches     *searchCache
+
+	// foldedHook, when set (by tests), runs after an extraction's fold and
+	// before it takes the row lock to write.
+	foldedHook func()
 }
 
 // WithDefaults returns a copy of c (which may be nil) with every zero
@@ -161,13 +168,15 @@ WHERE user_id = $1 AND conversation_id = $2 AND deleted_at IS NULL`, userID, con
 }
 
 // lockConversation takes the conversation's row lock in tx, creating the row
-// first when it does not exist.
+// first when it does not exist. The lock is FOR NO KEY UPDATE, which the
+// key share lock an extraction's archive rows take on the row (their
+// foreign key) does not block.
 func lockConversation(ctx context.Context, tx pgx.Tx, userID, conversationID string) (convRow, error) {
 	const sel = `
 SELECT version, "cursor", message_count, prefix_digest, body, deleted_at IS NOT NULL, extract_requested_at
 FROM recall_conversation
 WHERE user_id = $1 AND conversation_id = $2
-FOR UPDATE`
+FOR NO KEY UPDATE`
 	var r convRow
 	scan := func() error {
 		var prefix []byte
@@ -224,6 +233,9 @@ func (r *convRow) record(userID, conversationID string) evidence.Record {
 // deleted. It is idempotent.
 func (s *Store) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockExtraction(ctx, tx, userID, conversationID); err != nil {
+			return err
+		}
 		if _, err := lockConversation(ctx, tx, userID, conversationID); err != nil {
 			return err
 		}
@@ -231,6 +243,8 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, conversationID s
 	})
 }
 
+// deleteLocked deletes a conversation whose extraction lock and row lock tx
+// holds, taken in that order.
 func deleteLocked(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
 	if err := lockDeletion(ctx, tx, userID, conversationID); err != nil {
 		return err
@@ -319,6 +333,27 @@ func lockDeletion(ctx context.Context, tx pgx.Tx, userID, conversationID string)
 		return fmt.Errorf("lock the key for deletion: %w", err)
 	}
 	return nil
+}
+
+// lockExtraction takes the key's extraction lock until tx ends. An
+// extraction holds it from its first read to its commit, and a deletion
+// takes it before the conversation's row lock (which the extraction takes
+// after it, to write), so that a deletion never waits, holding the row, for
+// archive rows a fold has written. Ingest never takes it.
+func lockExtraction(ctx context.Context, tx pgx.Tx, userID, conversationID string) error {
+	b := &pgx.Batch{}
+	queueLockExtraction(b, userID, conversationID)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("take the extraction lock: %w", err)
+	}
+	return nil
+}
+
+// queueLockExtraction queues the statement that takes the key's extraction
+// lock: an advisory lock on one 64-bit key, apart from the deletion lock's
+// pairs of 32-bit keys.
+func queueLockExtraction(b *pgx.Batch, userID, conversationID string) {
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, hashtext($2)))`, userID, conversationID)
 }
 
 // execer is what pgxpool.Pool and pgx.Tx share.

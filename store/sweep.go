@@ -11,8 +11,10 @@ import (
 // Sweep enqueues a fresh extraction for conversations whose requested
 // extraction has not started within olderThan: the job was lost with a
 // killed worker (River retries it only much later) or waits behind a long
-// queue. Rows locked by a running extraction or ingest are skipped, so a
-// live job is never doubled. It returns how many it enqueued, at most limit.
+// queue. Rows locked by an ingest or by an extraction that has written
+// (its archive rows hold a key share lock on the row) are skipped; a job
+// still folding otherwise may get a second one, which waits for its
+// extraction lock and then finds little or nothing to do. It returns how many it enqueued, at most limit.
 func (s *Store) Sweep(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
 	if s.cfg.Jobs == nil {
 		return 0, fmt.Errorf("store: Config.Jobs is required for Sweep: give it an insert-only River client")
