@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,5 +142,106 @@ func TestIngestDuringFold(t *testing.T) {
 	}
 	if rec.Version != 0 || rec.Body != nil {
 		t.Fatalf("after the deletion: version %d, body %q, want none", rec.Version, rec.Body)
+	}
+}
+
+// TestExtractRacesIngest ingests random batches (extensions, forks that
+// replace the unsummarised tail, stale and bad events, deletes) while two
+// goroutines extract the same conversations over and over, so that folds
+// meet ingests at every point. At the end each conversation's state must
+// be the fold of the one history it holds: an extraction never summarises
+// messages that were replaced while it folded, and never loses a request.
+func TestExtractRacesIngest(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, time.Minute)
+	g := newBatchGen(29)
+	var attempts, applied atomic.Int64
+	store.SetFoldedHook(tb.store, func() { attempts.Add(1) })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := g.keys[rng.IntN(len(g.keys))]
+				res, err := tb.store.Extract(context.Background(), k[0], k[1])
+				if err != nil {
+					t.Errorf("extract %v: %v", k, err)
+					return
+				}
+				if res.Outcome == checkpoint.Applied {
+					applied.Add(1)
+				}
+			}
+		})
+	}
+	for round := range 80 {
+		batch := make([]store.BatchEvent, 1+g.rng.IntN(8))
+		for i := range batch {
+			ev, payload := g.event(t)
+			batch[i] = store.BatchEvent{Event: ev, Meta: store.Meta{Stream: "S", StreamSeq: g.seq, Payload: payload}}
+		}
+		if _, err := tb.store.IngestBatch(t.Context(), batch); err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("round %d: IngestBatch: %v", round, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d extractions applied, %d folds finished", applied.Load(), attempts.Load())
+
+	for _, k := range g.keys {
+		for range 5 {
+			res, err := tb.store.Extract(t.Context(), k[0], k[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != checkpoint.Applied {
+				break
+			}
+		}
+		var count int
+		var deleted bool
+		if err := tb.pool.QueryRow(t.Context(), `SELECT message_count, deleted_at IS NOT NULL FROM recall_conversation
+WHERE user_id = $1 AND conversation_id = $2`, k[0], k[1]).Scan(&count, &deleted); err != nil {
+			t.Fatalf("%v: %v", k, err)
+		}
+		rec, err := tb.store.Evidence(t.Context(), k[0], k[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deleted {
+			if rec.Body != nil {
+				t.Errorf("%v: deleted, but its evidence is still served", k)
+			}
+			continue
+		}
+		got, err := rec.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gj, _ := json.Marshal([]any{got.Cursor, got.PrefixDigest, got.OmittedEntries, got.Buckets})
+		// The history held is a prefix of one of those generated.
+		matched := false
+		for _, h := range g.hists[k] {
+			if len(h) < count {
+				continue
+			}
+			want := oracle(t, h[:count])
+			wj, _ := json.Marshal([]any{want.Cursor, want.PrefixDigest, want.OmittedEntries, want.Buckets})
+			if string(gj) == string(wj) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			t.Errorf("%v: the state (%d messages held, cursor %d) is the fold of none of the histories generated:\n%s", k, count, got.Cursor, gj)
+		}
 	}
 }
