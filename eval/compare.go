@@ -26,6 +26,9 @@ type Summary struct {
 	// excerpt text.
 	SupersededKept float64 `json:"superseded_kept"`
 	ExcerptShare   float64 `json:"excerpt_share"`
+	// ChatterShare is the share of the entries served for the probes and
+	// after the last turn that are chatter.
+	ChatterShare float64 `json:"chatter_share"`
 	// StaleOnly is the share of corrected facts shown after the last turn
 	// without the words that correct them.
 	StaleOnly float64 `json:"stale_only"`
@@ -120,7 +123,7 @@ func summarise(fixtures []Fixture, opts Options) (*Summary, error) {
 	t := &r.Total
 	return &Summary{
 		Fixtures: len(fixtures), Retention: t.Retention, LongRetention: t.LongRetention, ProbeRecall: t.ProbeRecall,
-		ContextProbeRecall: t.ContextProbeRecall, SupersededKept: t.SupersededKept, StaleOnly: t.StaleOnly, ExcerptShare: t.ExcerptShare,
+		ContextProbeRecall: t.ContextProbeRecall, SupersededKept: t.SupersededKept, StaleOnly: t.StaleOnly, ExcerptShare: t.ExcerptShare, ChatterShare: t.ChatterShare,
 		Leakage: t.Leakage, MaxEstimatedTokens: t.MaxEvidenceTokens, OverBudget: t.BudgetViolations,
 		Invalid: t.InvalidMessages, Inconsistent: t.Inconsistent, Score: *t, Report: r,
 	}, nil

@@ -128,6 +128,9 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int, 
 					fr.Leaks = append(fr.Leaks, Leak{Conversation: c.key, Text: m.Text, Why: m.Why, Step: step, Where: where})
 				}
 			}
+			if len(probesAt[i]) > 0 {
+				fr.countServed(&st)
+			}
 			for _, p := range probesAt[i] {
 				pr := ProbeResult{Conversation: c.key, Request: p.Request, Why: p.Why, Index: i, Facts: len(p.Facts), Missing: []string{}}
 				for _, fact := range p.Facts {
@@ -204,6 +207,7 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int, 
 			problem("%s: the turn-by-turn state differs from one fold over the whole history", c.key)
 		}
 		fr.OmittedEntries += st.OmittedEntries
+		fr.countServed(&st)
 		if msg := evidence.Render(&st); msg != nil {
 			fr.EvidenceTokens += evidence.EstimateTokens(len(msg.Content))
 			fr.MessageBytes += len(msg.Content)
@@ -232,6 +236,19 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int, 
 	}
 	fr.finish()
 	return fr, nil
+}
+
+// countServed counts the entries of the view st serves, and those that are
+// chatter.
+func (s *Score) countServed(st *evidence.State) {
+	for b := range evidence.Bucket(len(bucketNames)) {
+		for _, e := range *st.Buckets.Get(b) {
+			s.Served++
+			if evidence.Chatter(e.Excerpt) {
+				s.ChatterServed++
+			}
+		}
+	}
 }
 
 // ContextBudget is the prompt budget of the context a probe is scored on

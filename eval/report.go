@@ -117,16 +117,16 @@ func clip(s string) string {
 // per-fixture report of profile detail for each set.
 func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tset\tfixtures\tretention\tlong retention\tprobe recall\tcontext probe recall\tsuperseded kept\tstale only\texcerpt share\tleakage\tmax tokens\tover budget\tinvalid\tinconsistent\t")
+	fmt.Fprintln(tw, "profile\tset\tfixtures\tretention\tlong retention\tprobe recall\tcontext probe recall\tsuperseded kept\tstale only\texcerpt share\tchatter\tleakage\tmax tokens\tover budget\tinvalid\tinconsistent\t")
 	row := func(p evidence.Profile, set string, s *Summary) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%%\t%d\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%%\t%.1f%% (%d/%d)\t%d\t%d\t%d\t%d\t%d\t\n",
 			p, set, s.Fixtures, 100*s.Retention, s.Score.Retained, s.Score.Required,
 			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired,
 			100*s.ProbeRecall, s.Score.ProbeHits, s.Score.ProbeFacts,
 			100*s.ContextProbeRecall, s.Score.ContextProbeHits, s.Score.ProbeFacts,
 			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded,
 			100*s.Score.StaleOnly, s.Score.StaleShown, s.Score.Superseded, 100*s.Score.ExcerptShare,
-			s.Leakage, s.MaxEstimatedTokens, s.OverBudget, s.Invalid, s.Inconsistent)
+			100*s.ChatterShare, s.Score.ChatterServed, s.Score.Served, s.Leakage, s.MaxEstimatedTokens, s.OverBudget, s.Invalid, s.Inconsistent)
 	}
 	for _, p := range Profiles {
 		if ps := c.Profiles[p]; ps != nil {

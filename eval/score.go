@@ -67,6 +67,12 @@ type Score struct {
 	ExcerptBytes int     `json:"excerpt_bytes"`
 	MessageBytes int     `json:"message_bytes"`
 	ExcerptShare float64 `json:"excerpt_share"`
+	// Served counts the entries of the views served for the probes'
+	// requests and after the last turn, ChatterServed those of them that
+	// are chatter (evidence.Chatter), and ChatterShare their ratio.
+	Served        int     `json:"served"`
+	ChatterServed int     `json:"chatter_served"`
+	ChatterShare  float64 `json:"chatter_share"`
 	// ProbeFacts counts the facts of probes, ProbeHits those found in the
 	// evidence served for their request; ProbeRecall is their ratio (1 when
 	// there are no probes).
@@ -266,6 +272,8 @@ func (s *Score) add(o *Score) {
 		t.Hits += k.Hits
 	}
 	s.ExcerptBytes += o.ExcerptBytes
+	s.Served += o.Served
+	s.ChatterServed += o.ChatterServed
 	s.MessageBytes += o.MessageBytes
 	s.ProbeFacts += o.ProbeFacts
 	s.ProbeHits += o.ProbeHits
@@ -289,12 +297,6 @@ func (s *Score) add(o *Score) {
 }
 
 func (s *Score) finish() {
-	ratio := func(n, d int) float64 {
-		if d == 0 {
-			return 1
-		}
-		return float64(n) / float64(d)
-	}
 	s.Retention = ratio(s.Retained, s.Required)
 	s.LongRetention = ratio(s.LongRetained, s.LongRequired)
 	s.ProbeRecall = ratio(s.ProbeHits, s.ProbeFacts)
@@ -306,6 +308,10 @@ func (s *Score) finish() {
 	}
 	for _, k := range s.Kinds {
 		k.Recall = ratio(k.Hits, k.Facts)
+	}
+	s.ChatterShare = 0
+	if s.Served > 0 {
+		s.ChatterShare = float64(s.ChatterServed) / float64(s.Served)
 	}
 	s.ExcerptShare = 0
 	if s.MessageBytes > 0 {

@@ -272,7 +272,6 @@ var proposalOpeners = map[string]bool{"i'd": true, "i would": true, "my advice":
 func promote(it *Item) {
 	it.Tier = TierUserKey
 	it.Bucket = Decisions
-	then := int(it.Traits >> traitsPointsFrom)
-	it.Weight = max(it.Weight, weightOf(factScore+then, len(it.Excerpt), false))
-	it.Traits &^= traitsPlain
+	it.Weight = max(it.Weight, weightOfChance(keyChance))
+	it.Traits &^= traitsChatter
 }

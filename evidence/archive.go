@@ -70,6 +70,20 @@ func (it *Item) Newer(o *Item) bool {
 // items never keep a message's text alive. carry is what the fold carried
 // out of the messages before them; ExtractItems carries these into it.
 func ExtractItems(msgs []checkpoint.Message, from int, carry *Carry, cfg *Config) []Item {
+	return extractItems(msgs, from, carry, cfg, nil)
+}
+
+// ExtractFeatures is ExtractItems returning, beside the items, each item's
+// features: what the weights are fitted on (package eval).
+func ExtractFeatures(msgs []checkpoint.Message, from int, carry *Carry, cfg *Config) ([]Item, []Vector) {
+	var vs []Vector
+	items := extractItems(msgs, from, carry, cfg, func(v *Vector) { vs = append(vs, *v) })
+	return items, vs
+}
+
+// extractItems is ExtractItems, calling with (when not nil) with each
+// item's features, in order.
+func extractItems(msgs []checkpoint.Message, from int, carry *Carry, cfg *Config, with func(v *Vector)) []Item {
 	c := cfg.withDefaults()
 	var items []Item
 	for i := range msgs {
@@ -104,7 +118,11 @@ func ExtractItems(msgs []checkpoint.Message, from int, carry *Carry, cfg *Config
 			})
 		}
 		rare := carry.rarity()
-		scoreItems(items[first:], &rare)
+		var each func(int, *Vector)
+		if with != nil {
+			each = func(_ int, v *Vector) { with(v) }
+		}
+		scoreItemsFeatures(items[first:], &rare, c.Weights, each)
 		carry.count(items[first:])
 	}
 	return items

@@ -28,7 +28,7 @@ const (
 )
 
 // classNames name the view's classes, as the inspector shows them.
-var classNames = [numClasses]string{classAnswer: "answer", classUser: "user", classRelevant: "relevant", classAssistant: "assistant", classRecent: "recent"}
+var classNames = [numClasses]string{classAnswer: "answer", classUser: "user", classRelevant: "relevant", classAssistant: "assistant", classRecent: "recent", classChatter: "chatter"}
 
 // tierNames name the tiers.
 var tierNames = [...]string{TierUserKey: "user_key", TierUserFact: "user_fact", TierUserStatement: "user_statement",
@@ -82,7 +82,7 @@ type Explanation struct {
 // SelectView does, and records why it showed or left out each candidate.
 func ExplainView(c *Candidates, q *Query, maxTokens int) *Explanation {
 	t := &viewTrace{decisions: make(map[windowKey]*Decision)}
-	v := selectView(c, q, maxTokens, t)
+	v := selectView(c, q, maxTokens, nil, t)
 	for k, d := range t.decisions {
 		if d.Why != "" {
 			continue

@@ -99,7 +99,7 @@ func (e *Extraction) Finish(ctx context.Context, request *checkpoint.Message) (S
 		if err != nil {
 			return State{}, 0, err
 		}
-		s.SetView(SelectView(c, q, e.cfg.MaxTokens))
+		s.SetView(SelectViewWith(c, q, e.cfg.MaxTokens, e.cfg.Weights))
 	}
 	s.Version++
 	return s, e.count, nil

@@ -78,35 +78,40 @@ func TestTerms(t *testing.T) {
 	}
 }
 
+// TestTiers checks which tier an entry's role, text and chance put it in:
+// a user's statement in one of the user's tiers by its chance, the user's
+// questions, requests and chatter in the context, the assistant's rules
+// and proposals apart.
 func TestTiers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		role checkpoint.Role
-		text string
-		want Tier
+		role     checkpoint.Role
+		text     string
+		p        float64
+		proposal bool
+		chatter  bool
+		want     Tier
 	}{
-		{checkpoint.RoleUser, "We must never take billing offline before 9 in March.", TierUserKey},
-		{checkpoint.RoleUser, "Actually, make it 150 people.", TierUserFact},
-		{checkpoint.RoleUser, "their ERP is SAP S/4HANA on premise", TierUserFact},
-		{checkpoint.RoleUser, "The venue holds 120 people.", TierUserStatement},
-		{checkpoint.RoleUser, "Kemal owns the agenda; Lea owns logistics.", TierUserStatement},
-		{checkpoint.RoleUser, "我们店一共有3800个SKU", TierUserFact},
-		{checkpoint.RoleUser, "we're closed mondays btw", TierUserStatement},
-		{checkpoint.RoleUser, "I think it went well.", TierUserStatement},
-		{checkpoint.RoleUser, "Please draft section 4 of the report.", TierContext},
-		{checkpoint.RoleUser, "How do we include the people who can't travel?", TierContext},
-		{checkpoint.RoleUser, "what do i write on the menu board", TierContext},
-		{checkpoint.RoleUser, "Thanks, sounds good!", TierContext},
-		{checkpoint.RoleAssistant, "We agreed on Postgres.", TierAssistantRule},
-		{checkpoint.RoleAssistant, "My recommendation: use the regular method at 20% business use.", TierAssistantRule},
-		{checkpoint.RoleAssistant, "The hall has two projectors.", TierContext},
+		{checkpoint.RoleUser, "We must never take billing offline before 9 in March.", 0.95, false, false, TierUserKey},
+		{checkpoint.RoleUser, "Actually, make it 150 people.", 0.8, false, false, TierUserFact},
+		{checkpoint.RoleUser, "The venue holds 120 people.", 0.3, false, false, TierUserStatement},
+		{checkpoint.RoleUser, "我们店一共有3800个SKU", 0.8, false, false, TierUserFact},
+		{checkpoint.RoleUser, "we're closed mondays btw", 0.1, false, false, TierUserStatement},
+		{checkpoint.RoleUser, "Please draft section 4 of the report.", 0.5, false, false, TierContext},
+		{checkpoint.RoleUser, "How do we include the people who can't travel?", 0.5, false, false, TierContext},
+		{checkpoint.RoleUser, "what do i write on the menu board", 0.5, false, false, TierContext},
+		{checkpoint.RoleUser, "Thanks, sounds good!", 0.5, false, false, TierContext},
+		// Chatter is context, whatever its chance.
+		{checkpoint.RoleUser, "Hey James, good to see you again today!", 0.99, false, true, TierContext},
+		{checkpoint.RoleAssistant, "We agreed on Postgres.", 0.2, false, false, TierAssistantRule},
+		{checkpoint.RoleAssistant, "My recommendation: use the regular method at 20% business use.", 0.2, true, false, TierAssistantRule},
+		{checkpoint.RoleAssistant, "The hall has two projectors.", 0.2, false, false, TierContext},
+		{checkpoint.RoleAssistant, "The hall has two projectors.", 0.95, false, false, TierAssistantRule},
 	}
 	for _, tt := range tests {
-		// Late in a conversation: no early points.
-		items := []Item{{Entry: Entry{Role: tt.role, Index: 500, Excerpt: tt.text}, Bucket: focusClassifier.Classify(tt.text)}}
-		scoreItems(items, nil)
-		if got := items[0].Tier; got != tt.want {
-			t.Errorf("%s %q: tier %d, want %d (weight %d)", tt.role, tt.text, got, tt.want, items[0].Weight)
+		b := focusClassifier.Classify(tt.text)
+		if got := tierOf(tt.role, b, tt.text, tt.p, tt.proposal, tt.chatter); got != tt.want {
+			t.Errorf("%s %q at %.2f: tier %s, want %s", tt.role, tt.text, tt.p, TierName(got), TierName(tt.want))
 		}
 	}
 }
@@ -122,7 +127,7 @@ func TestWeights(t *testing.T) {
 		for i, text := range texts {
 			items[i] = Item{Entry: Entry{Role: role, Excerpt: text}, Bucket: focusClassifier.Classify(text)}
 		}
-		scoreItems(items, nil)
+		scoreItems(items, nil, nil)
 		w := make([]int, len(items))
 		for i := range items {
 			w[i] = items[i].Weight
@@ -147,16 +152,10 @@ func TestWeights(t *testing.T) {
 	}
 	// The same sentence early in a conversation weighs more than late.
 	early := []Item{{Entry: Entry{Role: checkpoint.RoleUser, Index: 2, Excerpt: "Budget is 4k."}}, {Entry: Entry{Role: checkpoint.RoleUser, Index: 150, Excerpt: "Budget is 4k."}}}
-	scoreItems(early[:1], nil)
-	scoreItems(early[1:], nil)
+	scoreItems(early[:1], nil, nil)
+	scoreItems(early[1:], nil, nil)
 	if early[0].Weight <= early[1].Weight {
 		t.Errorf("weights early and late = %d, %d; want the early one heavier", early[0].Weight, early[1].Weight)
-	}
-	// Three lines of one message that weigh the same alone: each better one
-	// costs the next.
-	w := weight(checkpoint.RoleUser, "- 2x Fender Twin Reverb", "- 2x Fender Twin Reverb.", "- 2x Fender Twin Reverb!")
-	if !(w[0] > w[1] && w[1] > w[2]) {
-		t.Errorf("weights of equal lines of one message = %v, want falling", w)
 	}
 }
 

@@ -88,7 +88,7 @@ func (s *State) AddNotes(notes []Note, request *checkpoint.Message, cfg *Config)
 	}
 	s.Archive.AddNotes(notes)
 	cands, q := s.Candidates(RequestText(request))
-	s.SetView(SelectView(cands, q, c.MaxTokens))
+	s.SetView(SelectViewWith(cands, q, c.MaxTokens, c.Weights))
 	s.Version++
 }
 

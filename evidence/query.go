@@ -108,3 +108,7 @@ var whenPhrases = func() map[string]bool {
 }()
 
 var unspacedWhen = []string{"いつ", "何時", "何日", "什么时候", "何时", "幾時", "언제", "며칠"}
+
+// Asks reports whether the request asks something (a question), which
+// picks the balance of its view (weights.go).
+func (q *Query) Asks() bool { return q.asks }

@@ -31,15 +31,12 @@ const (
 	// long message's every sentence.
 	sameMessageFree  = 3
 	sameMessageDecay = 0.7
-	// relevantWeightScale: a relevant candidate's score grows by its weight
-	// over this, so that a relevant fact goes before relevant chatter.
-	relevantWeightScale = 200.0
 )
 
 // rankRelevant orders the relevant candidates that are not in the query's
 // window by how well they match the request, then the window; best first,
 // newer first on ties.
-func rankRelevant(c *Candidates, q *Query, rare *rarity) ([]*Item, []float64) {
+func rankRelevant(c *Candidates, q *Query, rare *rarity, w *Weights) ([]*Item, []float64) {
 	total := float64(max(c.Total, 1))
 	idf := c.idf(q)
 	windowDF := make(map[string]int, len(q.windowOnly))
@@ -92,7 +89,11 @@ func rankRelevant(c *Candidates, q *Query, rare *rarity) ([]*Item, []float64) {
 		if sc.request == 0 && sc.window == 0 {
 			continue
 		}
-		f := 1 + float64(weighNow(it, rare))/relevantWeightScale
+		// A relevant candidate's score grows with its chance of being
+		// needed: a sure fact scores twice what the same match in a
+		// sentence nothing needs would (set by hand: it orders equal
+		// matches, and the balance's shares are fitted around it).
+		f := 1 + chanceNow(it, rare, w)
 		if question(it.Excerpt) {
 			f *= questionShare
 		}

@@ -142,27 +142,32 @@ func (r *rarity) points(n named) int {
 // Traits packs what an entry's weight owes to the specific things it
 // names: how many of each kind (four bits each, at most 15), the points
 // they added when it was extracted (eight bits from bit 17), and whether
-// it is an assistant's sentence that proposes nothing (bit 16), whose
-// weight is divided. The store keeps it as an integer.
+// it is chatter (bit 25; bit 16 marked an assistant's plain sentence in
+// archives written before the weights were fitted, and is not read). The
+// store keeps it as an integer.
 type Traits uint32
 
 const (
-	traitsPlain      = 1 << 16
 	traitsPointsFrom = 17
+	traitsChatter    = 1 << 25
 )
 
 // packTraits packs the specific things n names, the points they added and
-// plain.
-func packTraits(n named, points int, plain bool) Traits {
+// whether the entry is chatter.
+func packTraits(n named, points int, chatter bool) Traits {
 	var t Traits
 	for k := range numKinds {
 		t |= Traits(min(n[k], 15)) << (4 * k)
 	}
-	if plain {
-		t |= traitsPlain
+	if chatter {
+		t |= traitsChatter
 	}
 	return t | Traits(min(max(points, 0), 255))<<traitsPointsFrom
 }
+
+// Chatter reports whether the entry was read as chatter when it was
+// extracted.
+func (t Traits) Chatter() bool { return t&traitsChatter != 0 }
 
 // named returns the specific things t counts.
 func (t Traits) named() named {
@@ -173,21 +178,19 @@ func (t Traits) named() named {
 	return n
 }
 
-// weighNow returns the weight of it with the specific things it names
-// weighed by rare, the rarity that stands now, instead of the rarity that
-// stood when it was extracted.
-func weighNow(it *Item, rare *rarity) int {
+// chanceNow returns the chance of it by the weights w with the specific
+// things it names weighed by rare, the rarity that stands now, rather than
+// as it stood when it was extracted.
+func chanceNow(it *Item, rare *rarity, w *Weights) float64 {
+	p := chanceOf(it.Weight)
 	if it.Traits == 0 || rare == nil {
-		return it.Weight
+		return p
 	}
 	then := int(it.Traits >> traitsPointsFrom)
 	now := rare.points(it.Traits.named())
 	if now == then {
-		return it.Weight
+		return p
 	}
-	delta := weightOf(now-then, len(it.Excerpt), it.Traits&traitsPlain != 0)
-	if now < then {
-		delta = -weightOf(then-now, len(it.Excerpt), it.Traits&traitsPlain != 0)
-	}
-	return max(0, min(MaxWeight, it.Weight+delta))
+	spec := func(points int) float64 { return min(maxSpecific, float64(points)/specificScale) }
+	return sigmoid(logit(p) + weightsOr(w).Features[FeatSpecific]*(spec(now)-spec(then)))
 }

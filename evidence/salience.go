@@ -1,8 +1,6 @@
 package evidence
 
 import (
-	"cmp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,202 +9,88 @@ import (
 )
 
 // What a fact looks like. The focus view shows first the sentences of a
-// conversation that look most like facts: a user's statement that names
-// specific things (amounts, dates, times, names, versions, identifiers),
-// states a rule, a decision or open work, or corrects what was said before.
-// Questions, requests to the assistant, acknowledgements and lines of
-// pasted documents weigh less. The weights were chosen on the development
-// fixtures and on long conversations written outside the project
-// (eval/README.md).
+// conversation that look most like what a later request needs: a rule, a
+// decision, a correction, a specific thing named, a lasting trait of the
+// speaker or of someone they speak for. Questions, requests to the
+// assistant, chatter and lines of pasted documents weigh less. What each
+// trait is lives in features.go; how much it weighs in the fitted table
+// (weights.go).
 
-// The salience score's parts.
+// The shape of the specific-things feature (rarity.points): the first rare
+// thing a sentence names counts specificPoints0, each further one
+// specificStep less, down to 2; a sentence that names one thing is a fact,
+// one that names ten is a table row.
 const (
-	// specificPoints0 is what the first specific thing a sentence names
-	// adds; each further one adds less: a sentence that names one thing is
-	// a fact, one that names ten is a table row.
 	specificPoints0 = 12
-	// specificStep: each further specific thing adds this much less, down
-	// to 2.
-	specificStep = 3
-	// keywordPoints: a constraint or decision keyword; openWorkPoints: an
-	// open-work one.
-	keywordPoints  = 8
-	openWorkPoints = 6
-	// ruleBonus: a user's sentence with rule or limit words ("never",
-	// "must", "no more than", "lenen willen we niet") adds this to its
-	// keyword, so that a plain rule keeps its place before sentences that
-	// only name more things.
-	ruleBonus = 6
-	// correctionPoints: a cue that it revises something said before.
-	correctionPoints = 10
-	// negationPoints: a negation ("no drilling", "doesn't eat meat") states
-	// a limit or a preference.
-	negationPoints = 6
-	// questionPenalty: a question or a request to the assistant.
-	questionPenalty = 14
-	// addressPenalty: a sentence that talks to the assistant ("can you…",
-	// "kannst du…") is about the work, not the world.
-	addressPenalty = 6
-	// fragmentPoints is what a sentence of no text at all would lose,
-	// falling to nothing at fragmentBytes: a short one is mostly a reply
-	// whose sense is in the question it answers ("90 min.", "option 2",
-	// "ok, Tuesday then"), and on the conversations we measured, facts
-	// were in longer sentences, even for the room they take. (The penalty
-	// for every 50 bytes that this replaced kept fewer facts.)
-	fragmentPoints = 25
-	fragmentBytes  = 70
-	// perRankPenalty: each better sentence of the same message costs a
-	// sentence this much, so that one pasted document does not fill the
-	// view.
-	perRankPenalty = 3
-	// tablePenalty: a row of a pasted table (tableRow) or a line of a
-	// pasted document (pastedLines) names many things and states none of
-	// the user's facts; a row in a pasted document loses it twice.
-	tablePenalty = 36
-	// earlyPoints is what a sentence of the conversation's first message
-	// adds, falling to nothing at message earlyMessages.
-	earlyPoints   = 10
-	earlyMessages = 100
+	specificStep    = 3
 )
 
-// densityScale and densityFrame turn a score into a weight,
-// score × densityScale ÷ (excerpt bytes + densityFrame): a mild preference
-// for sentences that take less room (each entry has its frame).
-const (
-	densityScale = 10000
-	densityFrame = 1000
-)
-
-// assistantPlainDivisor divides the weight of an assistant's sentence that
-// proposes nothing.
-const assistantPlainDivisor = 4
-
-// The score bands of the user's tiers.
-const (
-	keyScore  = 30
-	factScore = 16
-)
-
-// MaxWeight bounds Item.Weight.
+// MaxWeight bounds Item.Weight: an entry's weight is its chance of being
+// one a later request needs, in ten thousandths.
 const MaxWeight = 10000
 
-// scoreItems sets the tier and weight of the items of one message, which
-// are all of its items: a sentence's own salience (the specific things it
-// names weighed by how rare each kind is in the conversation so far, rare),
-// less perRankPenalty for each sentence of the message that scores better.
-func scoreItems(items []Item, rare *rarity) {
-	order := make([]int, len(items))
-	scores := make([]int, len(items))
-	proposals := make([]bool, len(items))
-	frags := make([]int, len(items))
-	names := make([]named, len(items))
-	specific := make([]int, len(items))
+// The bands of the user's tiers, as chances. The tiers only split the
+// index's scans (each tier's oldest, newest and heaviest are candidates);
+// the view orders the user's three tiers together, by weight. The bands
+// are set so that the heaviest scans reach further down the user's
+// statements than one list would.
+const (
+	keyChance  = 0.9
+	factChance = 0.75
+)
+
+// scoreItems sets the tier, weight and traits of the items of one message,
+// which are all of its items, by the weights w: the chance that each is one
+// a later request needs, from its features, the specific things it names
+// weighed by how rare each kind is in the conversation so far (rare).
+func scoreItems(items []Item, rare *rarity, w *Weights) {
+	scoreItemsFeatures(items, rare, w, nil)
+}
+
+// scoreItemsFeatures is scoreItems, calling with (when not nil) with each
+// item's features.
+func scoreItemsFeatures(items []Item, rare *rarity, w *Weights, with func(i int, v *Vector)) {
+	w = weightsOr(w)
 	paste := pastedLines(items)
 	for i := range items {
-		order[i] = i
-		var c cues
-		names[i] = specifics(items[i].Excerpt)
-		specific[i] = rare.points(names[i])
-		scores[i], c = salience(items[i].Role, items[i].Bucket, items[i].Excerpt)
-		scores[i] += specific[i]
-		if paste[i] {
-			scores[i] -= tablePenalty
+		it := &items[i]
+		names := specifics(it.Excerpt)
+		points := rare.points(names)
+		s := readSentence(it.Excerpt)
+		v := s.features(it.Role, it.Bucket, it.Excerpt, it.Index, i, len(items), paste[i], points)
+		if with != nil {
+			with(i, &v)
 		}
-		// A conversation's first messages set it up: who, what, where,
-		// the limits. What they say weighs a little more.
-		scores[i] += max(0, earlyPoints-earlyPoints*items[i].Index/earlyMessages)
-		proposals[i] = items[i].Role == checkpoint.RoleAssistant && c.proposing
-		// A short sentence is as much a statement as a long one (its
-		// tier), but less often a fact (its rank and weight).
-		frags[i] = fragment(items[i].Excerpt)
-		scores[i] -= frags[i]
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
-	for rank, i := range order {
-		s := scores[i] - perRankPenalty*rank
-		items[i].Tier = tierOf(items[i].Role, items[i].Bucket, items[i].Excerpt, s+frags[i], proposals[i])
-		// The assistant's facts are what it proposed and the user took;
-		// the rest of what it says restates, explains or asks.
-		plain := items[i].Role == checkpoint.RoleAssistant && !proposals[i]
-		items[i].Weight = weightOf(s, len(items[i].Excerpt), plain)
-		items[i].Traits = packTraits(names[i], specific[i], plain)
+		p := sigmoid(v.Dot(&w.Features))
+		chatter := v[FeatChatter] > 0
+		it.Tier = tierOf(it.Role, it.Bucket, it.Excerpt, p, v[FeatProposal] > 0, chatter)
+		it.Weight = weightOfChance(p)
+		it.Traits = packTraits(names, points, chatter)
 	}
 }
 
-// weightOf returns the weight of an entry of n bytes whose score is s: the
-// score for the room the entry takes, divided for an assistant's sentence
-// that proposes nothing (plain), within [0, MaxWeight].
-func weightOf(s, n int, plain bool) int {
-	w := s * densityScale / (n + densityFrame)
-	if plain {
-		w /= assistantPlainDivisor
+// tierOf ranks an entry by its role, bucket and chance p.
+func tierOf(role checkpoint.Role, b Bucket, text string, p float64, proposal, chatter bool) Tier {
+	if chatter {
+		return TierContext
 	}
-	return max(0, min(MaxWeight, w))
-}
-
-// tierOf ranks an entry by its role, bucket and score.
-func tierOf(role checkpoint.Role, b Bucket, text string, score int, proposal bool) Tier {
 	switch role {
 	case checkpoint.RoleUser:
 		st := statement(text) || b == Constraints && !question(text)
 		switch {
-		case st && score >= keyScore:
+		case st && p >= keyChance:
 			return TierUserKey
-		case st && score >= factScore:
+		case st && p >= factChance:
 			return TierUserFact
-		case st, score >= keyScore:
+		case st, p >= keyChance:
 			return TierUserStatement
 		}
 	case checkpoint.RoleAssistant:
-		if b != RecentContext || score >= keyScore || proposal {
+		if b != RecentContext || p >= keyChance || proposal {
 			return TierAssistantRule
 		}
 	}
 	return TierContext
-}
-
-// salience scores how much text, one sentence, looks like a fact worth
-// keeping, besides the specific things it names (rarity.go), and returns
-// the cues it read.
-func salience(role checkpoint.Role, b Bucket, text string) (int, cues) {
-	s := 0
-	switch b {
-	case Constraints, Decisions:
-		s += keywordPoints
-	case OpenWork:
-		s += openWorkPoints
-	}
-	c := readCues(text)
-	if c.correction {
-		s += correctionPoints
-	}
-	if c.negated {
-		s += negationPoints
-	}
-	if role == checkpoint.RoleAssistant && c.proposing {
-		s += keywordPoints
-	}
-	if role == checkpoint.RoleUser && b == Constraints && !question(text) {
-		s += ruleBonus
-	}
-	if role == checkpoint.RoleUser {
-		// "Please never…", "please keep them out of it, they only…": a
-		// request that states a rule or a limit is the user's standing
-		// instruction, not a request of the moment.
-		if c.requesting && b != Constraints || question(text) {
-			s -= questionPenalty
-		}
-		if c.addressing {
-			s -= addressPenalty
-		}
-	}
-	if header(text) {
-		s -= 2 * specificPoints0
-	}
-	if tableRow(text) {
-		s -= tablePenalty
-	}
-	return s, c
 }
 
 // pasteLines is the least number of entries (its lines and sentences) of
@@ -281,12 +165,6 @@ func tableRow(text string) bool {
 		}
 	}
 	return cells >= 3
-}
-
-// fragment is what text, one sentence, loses for being short: up to
-// fragmentPoints.
-func fragment(text string) int {
-	return fragmentPoints * max(0, fragmentBytes-len(text)) / fragmentBytes
 }
 
 // question reports whether text asks something: it ends with a question
@@ -396,9 +274,11 @@ type cues struct {
 }
 
 // readCues reads text's words once for every cue.
-func readCues(text string) cues {
+func readCues(text string) cues { return readCuesOf(splitWords(text, nil)) }
+
+// readCuesOf reads the cues of a sentence's words.
+func readCuesOf(words []string) cues {
 	var c cues
-	words := splitWords(text, nil)
 	for i, w := range words {
 		c.correction = c.correction || correctionWords[w] || i+1 < len(words) && correctionPhrases[w+" "+words[i+1]]
 		c.negated = c.negated || negationWords[w]

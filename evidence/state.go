@@ -157,6 +157,10 @@ type Config struct {
 	// FocusKeywords in the focus profile, from DefaultKeywords in the seed
 	// profile.
 	Classifier *Classifier
+	// Weights are the focus profile's scorer: how much each feature of an
+	// entry weighs and how a view shares its room. Defaults to the fitted
+	// table (weights.json).
+	Weights *Weights
 }
 
 // Defaults.

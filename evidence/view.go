@@ -27,10 +27,11 @@ type Shown struct {
 	Entry
 }
 
-// The view's classes, in order of precedence, and the share of the entry
-// budget each may take before the others had theirs (what is left then
-// goes to the classes in this order). The offline evaluation chose the
-// order and the shares (eval/README.md).
+// The view's classes, in order of precedence. Each takes its share of the
+// entry budget (the balance of the request's kind, weights.go) before the
+// others had theirs; what is left then goes to the classes in this order.
+// Chatter comes last, with no share: it is shown only when every other
+// candidate is.
 type viewClass int
 
 const (
@@ -39,56 +40,61 @@ const (
 	classRelevant
 	classAssistant
 	classRecent
+	classChatter
 	numClasses
 )
 
-// A split is the order the classes take their shares in, and the shares.
-type split struct {
-	order [numClasses]viewClass
-	share [numClasses]float64
-}
-
-// answerScore is the relevance score (rank.go) from which a candidate
-// answers a question: it goes first, before the user's standing facts.
-const answerScore = 2.0
-
-// statementSplit is the split of a request that asks nothing (an
-// instruction, a statement): the user's standing facts first.
-var statementSplit = split{
-	order: [numClasses]viewClass{classAnswer, classUser, classRelevant, classAssistant, classRecent},
-	share: [numClasses]float64{classUser: 0.85, classRelevant: 0.10, classAssistant: 0.10, classRecent: 0.05},
-}
-
-// questionSplit is the split of a request that asks for something: what
-// answers it first, the user's standing facts keeping a floor.
-var questionSplit = split{
-	order: [numClasses]viewClass{classAnswer, classUser, classRelevant, classAssistant, classRecent},
-	share: [numClasses]float64{classAnswer: 0.70, classUser: 0.85, classRelevant: 0.10, classAssistant: 0.10, classRecent: 0.05},
+// shares returns the share of each class by b.
+func (b *Balance) shares() [numClasses]float64 {
+	return [numClasses]float64{classAnswer: b.Answer, classUser: b.User, classRelevant: b.Relevant, classAssistant: b.Assistant, classRecent: b.Recent}
 }
 
 // SelectView chooses the view for query q from the candidates c, within
 // maxTokens estimated tokens for the rendered message. It is a function of
 // its arguments alone.
 func SelectView(c *Candidates, q *Query, maxTokens int) View {
-	return selectView(c, q, maxTokens, nil)
+	return selectView(c, q, maxTokens, nil, nil)
+}
+
+// SelectViewWith is SelectView scoring with the weights w (nil: the fitted
+// table).
+func SelectViewWith(c *Candidates, q *Query, maxTokens int, w *Weights) View {
+	return selectView(c, q, maxTokens, w, nil)
 }
 
 // selectView is SelectView telling why, when why is not nil, what it
 // considered and what it showed (explain.go).
-func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
+func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTrace) View {
+	w = weightsOr(w)
+	bal := w.balanceOf(q)
 	var classes [numClasses][]*Item
 	rare := c.Carry.rarity()
-	classes[classUser] = bySalience(&rare, c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
-	rel, scores := rankRelevant(c, q, &rare)
+	classes[classUser] = bySalience(&rare, w, bal.Frame, c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
+	rel, scores := rankRelevant(c, q, &rare, w)
 	for i, it := range rel {
-		if q.asks && scores[i] >= answerScore {
+		if q.asks && scores[i] >= bal.AnswerScore {
 			classes[classAnswer] = append(classes[classAnswer], it)
 		} else {
 			classes[classRelevant] = append(classes[classRelevant], it)
 		}
 	}
-	classes[classAssistant] = bySalience(&rare, c.Tiers[TierAssistantRule])
+	classes[classAssistant] = bySalience(&rare, w, bal.Frame, c.Tiers[TierAssistantRule])
 	classes[classRecent] = pointers(c.Recent)
+	// Chatter goes last, whatever else it is.
+	seenChatter := make(map[windowKey]bool)
+	for cl := range classChatter {
+		classes[cl] = slices.DeleteFunc(classes[cl], func(it *Item) bool {
+			if !it.Traits.Chatter() {
+				return false
+			}
+			k := windowKey{it.Index, it.Span[0]}
+			if !seenChatter[k] {
+				seenChatter[k] = true
+				classes[classChatter] = append(classes[classChatter], it)
+			}
+			return true
+		})
+	}
 	// What a newer candidate corrects is not shown.
 	var all []*Item
 	for cl := range numClasses {
@@ -181,15 +187,12 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 		}
 		followed = followed[:0]
 	}
-	sp := &statementSplit
-	if q.asks {
-		sp = &questionSplit
-	}
+	shares := bal.shares()
 	// Model notes (notes.go) come right after the user's own statements,
 	// within a share of their own, and never displace them.
 	notes := newNoteClass(c.Notes)
-	for _, cl := range sp.order {
-		share := int(sp.share[cl] * float64(entryBudget))
+	for cl := range numClasses {
+		share := int(shares[cl] * float64(entryBudget))
 		spent := 0
 		for _, it := range classes[cl] {
 			cost := costOf(it) + 1
@@ -205,7 +208,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, why *viewTrace) View {
 			notes.show(int(noteShare*float64(entryBudget)), &used, maxBytes, &count, &order)
 		}
 	}
-	for _, cl := range sp.order {
+	for cl := range numClasses {
 		for _, it := range classes[cl] {
 			if add(it, costOf(it)) {
 				shownWith(it, cl, true)
@@ -253,17 +256,18 @@ func pointers(items []Item) []*Item {
 	return out
 }
 
-// bySalience orders the candidates of tiers by weight (their salience for
-// the room they take, weighed by rare, the rarity that stands now), the
-// oldest first among equals.
-func bySalience(rare *rarity, tiers ...[]Item) []*Item {
+// bySalience orders the candidates of tiers by their chance of being
+// needed (by the weights w, with the rarity that stands now, rare) for the
+// room they take (their excerpt and frame bytes), the oldest first among
+// equals.
+func bySalience(rare *rarity, weights *Weights, frame float64, tiers ...[]Item) []*Item {
 	var out []*Item
 	for _, t := range tiers {
 		out = append(out, pointers(t)...)
 	}
-	w := make(map[*Item]int, len(out))
+	w := make(map[*Item]float64, len(out))
 	for _, it := range out {
-		w[it] = weighNow(it, rare)
+		w[it] = chanceNow(it, rare, weights) / (float64(len(it.Excerpt)) + frame)
 	}
 	slices.SortStableFunc(out, func(x, y *Item) int {
 		if c := cmp.Compare(w[y], w[x]); c != 0 {

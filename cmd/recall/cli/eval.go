@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/recallhq/recall/eval"
@@ -32,9 +33,17 @@ func runEval(ctx context.Context, env *Env, args []string) error {
 	minRetention := flags.Float64("min-retention", 0, "fail when retention (0..1) is below this")
 	minLong := flags.Float64("min-long-retention", 0, "fail when retention over long conversations (0..1) is below this")
 	minProbe := flags.Float64("min-probe-recall", 0, "fail when probe recall (0..1) is below this")
+	fit := flags.Bool("fit", false, "fit the view's weights on the fixture directories named (each one set), cross-validate them leaving one set out at a time, and print the figures")
+	out := flags.String("out", "", "with --fit: write the fitted weight table to this file (evidence/weights.json is the one recall scores with)")
 	positional, err := parseArgs(flags, args)
 	if err != nil {
 		return err
+	}
+	if *fit {
+		return runFit(env, positional, *out, *asJSON)
+	}
+	if *out != "" {
+		return fmt.Errorf("--out is for --fit")
 	}
 	var dir string
 	switch len(positional) {
@@ -130,4 +139,44 @@ func (m evalMins) check(name string, s *eval.Summary) []string {
 		}
 	}
 	return failures
+}
+
+// runFit is "recall eval --fit [--out FILE] DIR…": each DIR a set of
+// fixtures.
+func runFit(env *Env, dirs []string, out string, asJSON bool) error {
+	if len(dirs) == 0 {
+		return errors.New("recall eval --fit: name the directories of fixtures to fit on (each one set)")
+	}
+	var sets []eval.FitSet
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory of fixtures", dir)
+		}
+		fixtures, err := eval.Load(os.DirFS(dir))
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		sets = append(sets, eval.FitSet{Name: filepath.Base(filepath.Clean(dir)), Fixtures: fixtures})
+	}
+	r, err := eval.Fit(sets, nil)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else if err := r.WriteTable(env.Stdout); err != nil {
+		return err
+	}
+	if out == "" {
+		return nil
+	}
+	b, err := evidence.MarshalWeights(r.Weights, r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, b, 0o644)
 }
