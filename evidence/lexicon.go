@@ -39,45 +39,94 @@ func (h *lexHits) lasting() bool {
 
 // lexList is one kind's words, phrases, prefixes and unspaced substrings.
 type lexList struct {
-	words    map[string]bool
+	words    []string // words and phrases ("ever since"), normalised
 	prefixes []string
 	unspaced []string
 }
 
 func newLexList(spec string, unspaced ...string) *lexList {
-	l := &lexList{words: make(map[string]bool), unspaced: unspaced}
+	l := &lexList{unspaced: unspaced}
 	for _, w := range strings.Fields(spec) {
-		switch {
-		case strings.HasSuffix(w, "*"):
-			l.prefixes = append(l.prefixes, strings.TrimSuffix(w, "*"))
-		default:
-			l.words[strings.ReplaceAll(w, "_", " ")] = true
+		if p, ok := strings.CutSuffix(w, "*"); ok {
+			l.prefixes = append(l.prefixes, p)
+		} else {
+			l.words = append(l.words, strings.ReplaceAll(w, "_", " "))
 		}
 	}
 	return l
 }
 
-// has reports whether words (or text, for unspaced scripts) hold an entry
-// of l.
-func (l *lexList) has(text string, words []string, unspacedText bool) bool {
-	for i, w := range words {
-		if l.words[w] || i+1 < len(words) && l.words[w+" "+words[i+1]] {
-			return true
+// lexMark is what the lexicon says of a word or phrase: a bit for each
+// kind, then one for the speaker's words and one for another person's.
+type lexMark uint16
+
+const (
+	markSelf lexMark = 1 << (numLexKinds + iota)
+	markOther
+)
+
+// lexIndex is the lexicon in one place: the marks of each word and phrase,
+// and the prefixes by their first prefixKey bytes, so that a sentence's
+// words are each looked up once.
+type lexIndex struct {
+	words    map[string]lexMark
+	prefixes map[string][]lexPrefix
+	unspaced []lexPrefix
+}
+
+type lexPrefix struct {
+	text string
+	mark lexMark
+}
+
+// prefixKey is how many bytes of a word find its prefixes.
+const prefixKey = 3
+
+func newLexIndex(lists []*lexList, marks []lexMark) *lexIndex {
+	ix := &lexIndex{words: make(map[string]lexMark), prefixes: make(map[string][]lexPrefix)}
+	for i, l := range lists {
+		for _, w := range l.words {
+			ix.words[w] |= marks[i]
 		}
 		for _, p := range l.prefixes {
-			if strings.HasPrefix(w, p) {
-				return true
+			if len(p) < prefixKey {
+				panic("evidence: lexicon prefix shorter than prefixKey: " + p)
+			}
+			ix.prefixes[p[:prefixKey]] = append(ix.prefixes[p[:prefixKey]], lexPrefix{p, marks[i]})
+		}
+		for _, u := range l.unspaced {
+			ix.unspaced = append(ix.unspaced, lexPrefix{u, marks[i]})
+		}
+	}
+	return ix
+}
+
+// marks returns the marks of a sentence: text, and its words.
+func (ix *lexIndex) marks(text string, words []string) lexMark {
+	var m lexMark
+	unspacedText := false
+	for i, w := range words {
+		m |= ix.words[w]
+		if i+1 < len(words) {
+			m |= ix.words[w+" "+words[i+1]]
+		}
+		if len(w) >= prefixKey {
+			for _, p := range ix.prefixes[w[:prefixKey]] {
+				if strings.HasPrefix(w, p.text) {
+					m |= p.mark
+				}
 			}
 		}
+		unspacedText = unspacedText || hasUnspaced(w)
 	}
 	if unspacedText {
-		for _, u := range l.unspaced {
-			if strings.Contains(text, u) {
-				return true
+		for _, u := range ix.unspaced {
+			if strings.Contains(text, u.text) {
+				m |= u.mark
 			}
 		}
 	}
-	return false
+	return m
 }
 
 var lexicon = [numLexKinds]*lexList{
@@ -211,22 +260,26 @@ o oğlum kızım eşim annem babam
 		"그는", "그녀", "아들", "딸", "아내", "남편", "엄마", "아빠")
 )
 
+// lex is the lexicon's index.
+var lex = func() *lexIndex {
+	lists := append(lexicon[:], selfWords, otherWords)
+	marks := make([]lexMark, len(lists))
+	for k := range numLexKinds {
+		marks[k] = 1 << k
+	}
+	marks[numLexKinds], marks[numLexKinds+1] = markSelf, markOther
+	return newLexIndex(lists, marks)
+}()
+
 // readLexicon reads the lexicon's kinds in one sentence: text, and its
 // words.
 func readLexicon(text string, words []string) lexHits {
+	m := lex.marks(text, words)
 	var h lexHits
-	unspacedText := false
-	for _, w := range words {
-		if hasUnspaced(w) {
-			unspacedText = true
-			break
-		}
-	}
 	for k := range numLexKinds {
-		h.kinds[k] = lexicon[k].has(text, words, unspacedText)
+		h.kinds[k] = m&(1<<k) != 0
 	}
-	h.self = selfWords.has(text, words, unspacedText)
-	h.other = otherWords.has(text, words, unspacedText)
+	h.self, h.other = m&markSelf != 0, m&markOther != 0
 	return h
 }
 
