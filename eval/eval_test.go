@@ -214,6 +214,8 @@ func TestScoreContractFold(t *testing.T) {
 		ExcerptBytes:      len("We must ship by Friday.") + len("Agreed: we'll use Postgres."),
 		MessageBytes:      got.MessageBytes,
 		ExcerptShare:      float64(len("We must ship by Friday.")+len("Agreed: we'll use Postgres.")) / float64(got.MessageBytes),
+		// The two entries served after the last turn, neither chatter.
+		Served: 2,
 		// System, user, tool call, tool output and assistant text count;
 		// the thinking message and the artifact do not.
 		HistoryTokens: evidence.EstimateTokens(len("SECRET-PROMPT")) + evidence.EstimateTokens(len("We must ship by Friday.")) +

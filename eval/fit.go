@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -91,6 +91,7 @@ var balanceGrid = []struct {
 }{
 	{"answer", []float64{0.55, 0.7, 0.85}, func(b *evidence.Balance) *float64 { return &b.Answer }},
 	{"answer_score", []float64{1, 2, 4}, func(b *evidence.Balance) *float64 { return &b.AnswerScore }},
+	{"correction", []float64{0, 0.05, 0.1, 0.2}, func(b *evidence.Balance) *float64 { return &b.Correction }},
 	{"user", []float64{0.7, 0.85, 1}, func(b *evidence.Balance) *float64 { return &b.User }},
 	{"relevant", []float64{0.05, 0.1, 0.2}, func(b *evidence.Balance) *float64 { return &b.Relevant }},
 	{"assistant", []float64{0, 0.1, 0.2}, func(b *evidence.Balance) *float64 { return &b.Assistant }},

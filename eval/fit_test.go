@@ -109,3 +109,25 @@ func TestFit(t *testing.T) {
 		t.Errorf("the fitted table does not read back: %v", err)
 	}
 }
+
+// TestChatterServed checks that the eval counts the served entries that
+// are chatter: where nothing else is left out, a greeting is shown, and
+// counted as chatter; a rule is not.
+func TestChatterServed(t *testing.T) {
+	f, err := Parse("chatter", []byte(`{"user_id":"u","conversation_id":"c","messages":[
+	  {"id":"m0","role":"user","content":"Hey there!"},
+	  {"id":"m1","role":"assistant","content":"Hi!"},
+	  {"id":"m2","role":"user","content":"We must ship by Friday."},
+	  {"id":"m3","role":"assistant","content":"Understood."},
+	  {"id":"m4","role":"user","content":"What is left to do?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run([]Fixture{f}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Total; got.Served != 4 || got.ChatterServed != 3 || got.ChatterShare != 0.75 {
+		t.Errorf("served %d, chatter %d (%.2f); want 4, 3 (0.75)", got.Served, got.ChatterServed, got.ChatterShare)
+	}
+}

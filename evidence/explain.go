@@ -28,7 +28,7 @@ const (
 )
 
 // classNames name the view's classes, as the inspector shows them.
-var classNames = [numClasses]string{classAnswer: "answer", classUser: "user", classRelevant: "relevant", classAssistant: "assistant", classRecent: "recent", classChatter: "chatter"}
+var classNames = [numClasses]string{classAnswer: "answer", classCorrection: "correction", classUser: "user", classRelevant: "relevant", classAssistant: "assistant", classRecent: "recent", classChatter: "chatter"}
 
 // tierNames name the tiers.
 var tierNames = [...]string{TierUserKey: "user_key", TierUserFact: "user_fact", TierUserStatement: "user_statement",

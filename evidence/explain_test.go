@@ -54,8 +54,10 @@ func TestExplainCorrection(t *testing.T) {
 	if diff := cmp.Diff(want, x.Decision(planned)); diff != "" {
 		t.Errorf("the plan's decision (-want +got):\n%s", diff)
 	}
-	if d := x.Decision(corrected); d.Why != WhyShown || d.As != "user" {
-		t.Errorf("the correction's decision is %+v, want shown as user", d)
+	// "instead" is a correction cue: the correction is shown in the
+	// corrections' share, ahead of the user's other statements.
+	if d := x.Decision(corrected); d.Why != WhyShown || d.As != "correction" {
+		t.Errorf("the correction's decision is %+v, want shown as a correction", d)
 	}
 }
 

@@ -21,41 +21,42 @@ type Feature int
 
 // The features. The names (featureNames) are the weight table's keys.
 const (
-	FeatUser       Feature = iota // written by the user
-	FeatAssistant                 // written by the assistant
-	FeatConstraint                // a constraint keyword (rule 6)
-	FeatDecision                  // a decision keyword
-	FeatOpenWork                  // an open-work keyword
-	FeatRule                      // a user's constraint that asks nothing: a rule the user states
-	FeatCorrection                // a cue that it revises something said before
-	FeatNegation                  // a negation: a limit or a preference
-	FeatProposal                  // an assistant's proposal
-	FeatQuestion                  // it asks something
-	FeatRequest                   // a request to the assistant ("please …")
-	FeatAddress                   // it speaks to the assistant ("can you …")
-	FeatHeader                    // written in capitals only, as a pasted heading
-	FeatTableRow                  // a row of a pasted table
-	FeatPasted                    // a line of a pasted document
-	FeatShort                     // how short it is: 1 for no text, 0 from fragmentBytes
-	FeatEarly                     // how early: 1 at message 0, 0 from earlyMessages
-	FeatSpecific                  // the specific things it names, weighed by their rarity
-	FeatFirstPerson               // the speaker speaks of themselves ("I", "my", "ich", "je", "我")
-	FeatOther                     // the speaker speaks of someone they speak for ("he", "my son", "mi madre")
-	FeatCondition                 // a condition: health, allergy, diet, injury
-	FeatPreference                // a preference or dislike
-	FeatValue                     // a value or principle
-	FeatGoal                      // a goal
-	FeatHabit                     // a habit or commitment: always, every day, ever since
-	FeatCircumstance              // where they live, work, when they are free
-	FeatReason                    // the reason behind something: because, so that
-	FeatStanding                  // a standing fact: someone's lasting trait, said as a statement
-	FeatEpisodic                  // narration of one occasion: yesterday, last week
-	FeatChatter                   // greetings, thanks, praise, acknowledgements, fillers, small talk
-	FeatMessageSize               // how many entries its message has (a pasted document has many)
-	FeatUserSpecific              // the specific things a user's sentence names (the assistant's name many)
-	FeatUserCorrection            // a user's correction: the user changed what was said
-	FeatUserNegation              // a user's negation: a limit or a dislike the user states
-	FeatPlace                     // its place in its message: 0 for the first entry, 1 for the last
+	FeatUser           Feature = iota // written by the user
+	FeatAssistant                     // written by the assistant
+	FeatConstraint                    // a constraint keyword (rule 6)
+	FeatDecision                      // a decision keyword
+	FeatOpenWork                      // an open-work keyword
+	FeatRule                          // a user's constraint that asks nothing: a rule the user states
+	FeatCorrection                    // a cue that it revises something said before
+	FeatNegation                      // a negation: a limit or a preference
+	FeatProposal                      // an assistant's proposal
+	FeatQuestion                      // it asks something
+	FeatRequest                       // a request to the assistant ("please …")
+	FeatAddress                       // it speaks to the assistant ("can you …")
+	FeatHeader                        // written in capitals only, as a pasted heading
+	FeatTableRow                      // a row of a pasted table
+	FeatPasted                        // a line of a pasted document
+	FeatShort                         // how short it is: 1 for no text, 0 from fragmentBytes
+	FeatEarly                         // how early: 1 at message 0, 0 from earlyMessages
+	FeatSpecific                      // the specific things it names, weighed by their rarity
+	FeatFirstPerson                   // the speaker speaks of themselves ("I", "my", "ich", "je", "我")
+	FeatOther                         // the speaker speaks of someone they speak for ("he", "my son", "mi madre")
+	FeatCondition                     // a condition: health, allergy, diet, injury
+	FeatPreference                    // a preference or dislike
+	FeatValue                         // a value or principle
+	FeatGoal                          // a goal
+	FeatHabit                         // a habit or commitment: always, every day, ever since
+	FeatCircumstance                  // where they live, work, when they are free
+	FeatReason                        // the reason behind something: because, so that
+	FeatStanding                      // a standing fact: someone's lasting trait, said as a statement
+	FeatEpisodic                      // narration of one occasion: yesterday, last week
+	FeatChatter                       // greetings, thanks, praise, acknowledgements, fillers, small talk
+	FeatMessageSize                   // how many entries its message has (a pasted document has many)
+	FeatUserSpecific                  // the specific things a user's sentence names (the assistant's name many)
+	FeatUserCorrection                // a user's correction: the user changed what was said
+	FeatUserNegation                  // a user's negation: a limit or a dislike the user states
+	FeatPlace                         // its place in its message: 0 for the first entry, 1 for the last
+	FeatRank                          // its rank in its message by the rest of its weight: 0 for the best, 1 from the rankScale-th
 	NumFeatures
 )
 
@@ -70,7 +71,7 @@ var featureNames = [NumFeatures]string{
 	FeatHabit: "habit", FeatCircumstance: "circumstance", FeatReason: "reason", FeatStanding: "standing",
 	FeatEpisodic: "episodic", FeatChatter: "chatter", FeatMessageSize: "message_size",
 	FeatUserSpecific: "user_specific", FeatUserCorrection: "user_correction", FeatUserNegation: "user_negation",
-	FeatPlace: "place_in_message",
+	FeatPlace: "place_in_message", FeatRank: "rank_in_message",
 }
 
 // String returns the feature's name in the weight table.
@@ -116,6 +117,9 @@ const (
 	// messageSizeScale: log2 of a message's entries over this, 1 for a
 	// message of 63 entries.
 	messageSizeScale = 6
+	// rankScale: the rank in its message from which an entry is one of a
+	// document's many lines rather than one of a paragraph's sentences.
+	rankScale = 10
 )
 
 // sentence is what the features read of one entry's text.
@@ -267,7 +271,6 @@ func isNameWord(text, w string) bool {
 	r, _ := utf8.DecodeRuneInString(text[i:])
 	return unicode.IsUpper(r)
 }
-
 
 // statementBody returns text without the date and speaker label it may
 // open with, as in a transcript ("[4:04 pm on 20 January, 2023] Gina: Hey

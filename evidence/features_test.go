@@ -2,10 +2,12 @@ package evidence
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/recallhq/recall/checkpoint"
+	"github.com/recallhq/recall/internal/checkpointtest"
 )
 
 // TestStanding checks the standing-fact feature: a lasting trait of the
@@ -187,6 +189,50 @@ func TestWeightsTable(t *testing.T) {
 	for f := range NumFeatures {
 		if f.String() == "" || strings.Contains(f.String(), "(") {
 			t.Errorf("feature %d has no name", f)
+		}
+	}
+}
+
+// TestChatterLast checks the view's rule for chatter: it is shown only when
+// every other candidate is. With room for a few entries, none of the many
+// greetings and acknowledgements is shown while a fact is left out; with
+// room for everything, they are.
+func TestChatterLast(t *testing.T) {
+	t.Parallel()
+	var h []checkpoint.Message
+	for i := range 40 {
+		h = append(h,
+			checkpointtest.User(fmt.Sprintf("u%d", i), fmt.Sprintf("Thanks! The shed number %d holds %d boxes of tiles.", i, 3*i+2)),
+			checkpointtest.Assistant(fmt.Sprintf("a%d", i), "Confirmed."),
+			checkpointtest.User(fmt.Sprintf("g%d", i), "ok"),
+			checkpointtest.Assistant(fmt.Sprintf("b%d", i), "Understood."))
+	}
+	h = append(h, checkpointtest.User("last", "Where are the tiles?"))
+	for _, tt := range []struct {
+		maxTokens   int
+		wantChatter bool
+	}{{300, false}, {600, false}, {20000, true}} {
+		s, _, err := Fold(NewState(), h, &Config{MaxTokens: tt.maxTokens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chatter, facts := 0, 0
+		for _, e := range s.Shown {
+			if Chatter(e.Excerpt) {
+				chatter++
+			} else {
+				facts++
+			}
+		}
+		if facts == 0 {
+			t.Fatalf("max_tokens %d: no fact shown", tt.maxTokens)
+		}
+		if !tt.wantChatter && facts == 40 {
+			t.Fatalf("max_tokens %d: every fact fits; the case tests nothing", tt.maxTokens)
+		}
+		if got := chatter > 0; got != tt.wantChatter {
+			t.Errorf("max_tokens %d: %d chatter entries shown beside %d facts of 40, omitted %d; want chatter shown %v",
+				tt.maxTokens, chatter, facts, s.OmittedEntries, tt.wantChatter)
 		}
 	}
 }

@@ -142,7 +142,7 @@ func (r *rarity) points(n named) int {
 // Traits packs what an entry's weight owes to the specific things it
 // names: how many of each kind (four bits each, at most 15), the points
 // they added when it was extracted (eight bits from bit 17), and whether
-// it is chatter (bit 25; bit 16 marked an assistant's plain sentence in
+// it is chatter (bit 25), whether it is a user's correction (bit 26; bit 16 marked an assistant's plain sentence in
 // archives written before the weights were fitted, and is not read). The
 // store keeps it as an integer.
 type Traits uint32
@@ -150,6 +150,7 @@ type Traits uint32
 const (
 	traitsPointsFrom = 17
 	traitsChatter    = 1 << 25
+	traitsCorrection = 1 << 26
 )
 
 // packTraits packs the specific things n names, the points they added and
@@ -168,6 +169,10 @@ func packTraits(n named, points int, chatter bool) Traits {
 // Chatter reports whether the entry was read as chatter when it was
 // extracted.
 func (t Traits) Chatter() bool { return t&traitsChatter != 0 }
+
+// Correction reports whether the entry is a user's sentence with a
+// correction cue ("instead", "make it", "cambiamos").
+func (t Traits) Correction() bool { return t&traitsCorrection != 0 }
 
 // named returns the specific things t counts.
 func (t Traits) named() named {

@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -52,20 +54,44 @@ func scoreItems(items []Item, rare *rarity, w *Weights) {
 func scoreItemsFeatures(items []Item, rare *rarity, w *Weights, with func(i int, v *Vector)) {
 	w = weightsOr(w)
 	paste := pastedLines(items)
+	vs := make([]Vector, len(items))
+	names := make([]named, len(items))
+	points := make([]int, len(items))
+	order := make([]int, len(items))
+	base := make([]float64, len(items))
 	for i := range items {
 		it := &items[i]
-		names := specifics(it.Excerpt)
-		points := rare.points(names)
+		names[i] = specifics(it.Excerpt)
+		points[i] = rare.points(names[i])
 		s := readSentence(it.Excerpt)
-		v := s.features(it.Role, it.Bucket, it.Excerpt, it.Index, i, len(items), paste[i], points)
+		vs[i] = s.features(it.Role, it.Bucket, it.Excerpt, it.Index, i, len(items), paste[i], points[i])
+		base[i] = vs[i].Dot(&w.Features)
+		order[i] = i
+	}
+	// Each entry's rank in its message by the rest of its weight: the
+	// best sentence of a paragraph keeps its weight, the tenth line of a
+	// pasted document does not.
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(base[y], base[x]) })
+	for rank, i := range order {
+		vs[i][FeatRank] = float64(min(rank, rankScale)) / rankScale
+	}
+	for i := range items {
+		it, v := &items[i], &vs[i]
 		if with != nil {
-			with(i, &v)
+			with(i, v)
 		}
-		p := sigmoid(v.Dot(&w.Features))
+		p := sigmoid(base[i] + v[FeatRank]*w.Features[FeatRank])
 		chatter := v[FeatChatter] > 0
 		it.Tier = tierOf(it.Role, it.Bucket, it.Excerpt, p, v[FeatProposal] > 0, chatter)
 		it.Weight = weightOfChance(p)
-		it.Traits = packTraits(names, points, chatter)
+		it.Traits = packTraits(names[i], points[i], chatter)
+		if v[FeatUserCorrection] > 0 && !chatter && it.Tier != TierContext {
+			// A view must see the user's corrections to leave out what
+			// they correct, and to show them where it cannot tell what
+			// they correct: they go in the tier scanned first.
+			it.Tier = TierUserKey
+			it.Traits |= traitsCorrection
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ type viewClass int
 
 const (
 	classAnswer viewClass = iota
+	classCorrection
 	classUser
 	classRelevant
 	classAssistant
@@ -46,7 +47,7 @@ const (
 
 // shares returns the share of each class by b.
 func (b *Balance) shares() [numClasses]float64 {
-	return [numClasses]float64{classAnswer: b.Answer, classUser: b.User, classRelevant: b.Relevant, classAssistant: b.Assistant, classRecent: b.Recent}
+	return [numClasses]float64{classAnswer: b.Answer, classCorrection: b.Correction, classUser: b.User, classRelevant: b.Relevant, classAssistant: b.Assistant, classRecent: b.Recent}
 }
 
 // SelectView chooses the view for query q from the candidates c, within
@@ -70,6 +71,11 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	var classes [numClasses][]*Item
 	rare := c.Carry.rarity()
 	classes[classUser] = bySalience(&rare, w, bal.Frame, c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
+	for _, it := range classes[classUser] {
+		if it.Traits.Correction() {
+			classes[classCorrection] = append(classes[classCorrection], it)
+		}
+	}
 	rel, scores := rankRelevant(c, q, &rare, w)
 	for i, it := range rel {
 		if q.asks && scores[i] >= bal.AnswerScore {
@@ -208,7 +214,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 			notes.show(int(noteShare*float64(entryBudget)), &used, maxBytes, &count, &order)
 		}
 	}
-	for cl := range numClasses {
+	for cl := range classChatter {
 		for _, it := range classes[cl] {
 			if add(it, costOf(it)) {
 				shownWith(it, cl, true)
@@ -216,6 +222,15 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 		}
 		if cl == classUser {
 			notes.show(maxBytes, &used, maxBytes, &count, &order)
+		}
+	}
+	// Chatter only when nothing else is left out: every other entry of the
+	// archive is a candidate, and shown (or corrected).
+	if rest := len(uniqueItems(all)) - len(classes[classChatter]); len(uniqueItems(all)) == c.Total && shownAll(all, shown, fixed, rest) {
+		for _, it := range classes[classChatter] {
+			if add(it, costOf(it)) {
+				shownWith(it, classChatter, true)
+			}
 		}
 	}
 	why.room(maxBytes - used)
@@ -229,6 +244,25 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 		slices.SortFunc(*bs.Get(b), entryOrder)
 	}
 	return View{Shown: order, Buckets: bs, OmittedEntries: max(c.Total+c.NoteTotal-len(order), 0)}
+}
+
+// shownAll reports whether every item of all that is not chatter is shown
+// or superseded: want such items in all.
+func shownAll(all []*Item, shown map[windowKey]bool, fixed *corrections, want int) bool {
+	n := 0
+	seen := make(map[windowKey]bool, len(all))
+	for _, it := range all {
+		k := windowKey{it.Index, it.Span[0]}
+		if it.Traits.Chatter() || seen[k] {
+			continue
+		}
+		seen[k] = true
+		if !shown[k] && !fixed.superseded(it) {
+			return false
+		}
+		n++
+	}
+	return n == want
 }
 
 // uniqueItems returns items without repeats of an entry, in history order.

@@ -33,6 +33,11 @@ type Balance struct {
 	// AnswerScore is the relevance (BM25, rank.go) from which an entry
 	// answers a question.
 	AnswerScore float64 `json:"answer_score"`
+	// Correction is the share of the user's corrections ("make it 33",
+	// "cambiamos a…"), which come before the user's other entries: the
+	// view cannot tell every correction from what it corrects, and
+	// showing the correction keeps the older value from standing alone.
+	Correction float64 `json:"correction"`
 	// User is the share of the user's entries, heaviest first; Relevant
 	// that of the other entries relevant to the request; Assistant that of
 	// the assistant's rules, decisions and proposals; Recent that of the
@@ -60,7 +65,7 @@ func (b *Balance) validate(name string) error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"answer", b.Answer}, {"user", b.User}, {"relevant", b.Relevant}, {"assistant", b.Assistant}, {"recent", b.Recent}} {
+	}{{"answer", b.Answer}, {"correction", b.Correction}, {"user", b.User}, {"relevant", b.Relevant}, {"assistant", b.Assistant}, {"recent", b.Recent}} {
 		if !(f.v >= 0 && f.v <= 1) {
 			return fmt.Errorf("%s.%s is %g: a share is between 0 and 1", name, f.name, f.v)
 		}
