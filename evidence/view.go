@@ -106,7 +106,8 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	for cl := range numClasses {
 		all = append(all, classes[cl]...)
 	}
-	fixed := newCorrections(uniqueItems(all))
+	candidates := uniqueItems(all)
+	fixed := newCorrections(candidates)
 	why.considered(&classes, fixed)
 
 	// The rendered size is the empty envelope's (with omitted_entries as
@@ -226,7 +227,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	}
 	// Chatter only when nothing else is left out: every other entry of the
 	// archive is a candidate, and shown (or corrected).
-	if rest := len(uniqueItems(all)) - len(classes[classChatter]); len(uniqueItems(all)) == c.Total && shownAll(all, shown, fixed, rest) {
+	if len(candidates) == c.Total && shownAll(candidates, shown, fixed, len(candidates)-len(classes[classChatter])) {
 		for _, it := range classes[classChatter] {
 			if add(it, costOf(it)) {
 				shownWith(it, classChatter, true)
@@ -246,18 +247,15 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	return View{Shown: order, Buckets: bs, OmittedEntries: max(c.Total+c.NoteTotal-len(order), 0)}
 }
 
-// shownAll reports whether every item of all that is not chatter is shown
-// or superseded: want such items in all.
-func shownAll(all []*Item, shown map[windowKey]bool, fixed *corrections, want int) bool {
+// shownAll reports whether every item of items (each once) that is not
+// chatter is shown or superseded, and there are want such items.
+func shownAll(items []*Item, shown map[windowKey]bool, fixed *corrections, want int) bool {
 	n := 0
-	seen := make(map[windowKey]bool, len(all))
-	for _, it := range all {
-		k := windowKey{it.Index, it.Span[0]}
-		if it.Traits.Chatter() || seen[k] {
+	for _, it := range items {
+		if it.Traits.Chatter() {
 			continue
 		}
-		seen[k] = true
-		if !shown[k] && !fixed.superseded(it) {
+		if !shown[windowKey{it.Index, it.Span[0]}] && !fixed.superseded(it) {
 			return false
 		}
 		n++
