@@ -236,3 +236,21 @@ func TestChatterLast(t *testing.T) {
 		}
 	}
 }
+
+// TestStandingMoreLanguages checks standing facts in the other languages
+// of the held-out conversations: Polish, Hindi and Hinglish, Vietnamese,
+// Greek.
+func TestStandingMoreLanguages(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{
+		"Mój mąż ma alergię na orzechy, więc bez orzechów.",
+		"Main hamesha subah 6 baje uthta hoon kyunki shop 7 baje khulti hai.",
+		"मेरी बेटी शाकाहारी है।",
+		"Con trai tôi bị dị ứng hải sản.",
+		"Η κόρη μου είναι χορτοφάγος εδώ και χρόνια.",
+	} {
+		if s := readSentence(text); !s.standing(question(text)) {
+			t.Errorf("standing(%q) = false, want true (lexicon %+v)", text, s.lex)
+		}
+	}
+}

@@ -47,6 +47,12 @@ type lexList struct {
 func newLexList(spec string, unspaced ...string) *lexList {
 	l := &lexList{unspaced: unspaced}
 	for _, w := range strings.Fields(spec) {
+		if strings.ContainsFunc(w, isIndic) {
+			// splitWords cuts Indic words at their vowel signs: these
+			// are found as substrings, as unspaced scripts' are.
+			l.unspaced = append(l.unspaced, strings.ReplaceAll(w, "_", " "))
+			continue
+		}
 		if p, ok := strings.CutSuffix(w, "*"); ok {
 			l.prefixes = append(l.prefixes, p)
 		} else {
@@ -117,7 +123,7 @@ func (ix *lexIndex) marks(text string, words []string) lexMark {
 				}
 			}
 		}
-		unspacedText = unspacedText || hasUnspaced(w)
+		unspacedText = unspacedText || hasUnspaced(w) || strings.ContainsFunc(w, isIndic)
 	}
 	if unspacedText {
 		for _, u := range ix.unspaced {
@@ -142,7 +148,11 @@ alérgic* grávida lesão doença doente cirurgia remédio* celíac*
 zwanger ziekte blessure geopereerd
 allergisk gravid skada sjukdom
 alerji* vejetaryen hamile ameliyat hastalık
-аллерги* вегетариан* беременн* травм* операци* болезн* диабет*`,
+аллерги* вегетариан* беременн* травм* операци* болезн* диабет*
+alerg* wegetarian* wegan* cukrzyc* astm* kontuzj* ciąż* leki
+एलर्जी शाकाहारी डायबिटीज़ शुगर चोट
+dị_ứng ăn_chay tiểu_đường hen_suyễn
+αλλεργ* χορτοφάγ* διαβήτ* άσθμα τραυματισμ* εγκυμοσύν*`,
 		"アレルギー", "ベジタリアン", "菜食", "持病", "妊娠", "怪我", "手術", "过敏", "過敏", "素食", "吃素", "怀孕", "懷孕", "受伤", "手术", "糖尿病", "哮喘",
 		"알레르기", "채식", "임신", "부상", "수술", "당뇨"),
 	lexPreference: newLexList(`prefer prefers preferred preference favourite favorite favourites favorites love loves hate hates dislike dislikes
@@ -155,7 +165,11 @@ prefiro prefere adoro odeio gosto favorito favorita
 voorkeur liever houd_van hekel
 föredrar älskar hatar gillar
 tercih severim sevmem nefret
-предпочитаю люблю ненавижу нравится`,
+предпочитаю люблю ненавижу нравится
+wolę lubię kocham nienawidzę nie_znoszę ulubion*
+पसंद नापसंद pasand
+thích ghét
+προτιμώ αγαπώ μισώ αρέσει`,
 		"好き", "嫌い", "苦手", "喜欢", "喜歡", "讨厌", "討厭", "偏好", "좋아", "싫어", "선호"),
 	lexValue: newLexList(`value values valued believe believes belief beliefs principle principles matters_to important_to priority priorities
 non-negotiable nonnegotiable integrity honesty honest respect empathy consent loyalty fairness ethic* moral* care_about
@@ -167,7 +181,11 @@ acredito valor valores princípio* honest*
 geloof waarde* principe* eerlijk*
 tror värdering* princip* ärlig*
 inanırım değer* ilke*
-верю ценю ценност* принцип* честн*`,
+верю ценю ценност* принцип* честн*
+wierzę wartości zasad* uczciw*
+ईमानदारी उसूल
+tin_rằng nguyên_tắc
+πιστεύω αξίες αρχές ειλικρίνει*`,
 		"信念", "価値観", "大切", "原则", "原則", "价值观", "價值觀", "重要", "가치", "원칙", "중요"),
 	lexGoal: newLexList(`goal goals aim aiming aspire aspiration dream dreams hope_to hoping_to plan_to planning_to saving_for saving_up want_to wanna
 working_toward working_towards someday one_day by_next training_for
@@ -179,7 +197,11 @@ objetivo meta sonho economizando quero
 doel droom sparen_voor wil
 mål dröm sparar vill
 hedef hayal amacım
-цель мечта коплю хочу`,
+цель мечта коплю хочу
+cel marzę marzenie oszczędzam
+सपना लक्ष्य sapna
+mục_tiêu ước_mơ
+στόχος όνειρο`,
 		"目標", "夢", "目标", "梦想", "打算", "목표", "꿈"),
 	lexHabit: newLexList(`always usually often never every everyday daily weekly nightly routine habit habits tend whenever anymore nowadays
 ever_since since_then these_days each_morning each_week each_day
@@ -191,7 +213,11 @@ sempre nunca cada diariamente hábito costume desde_que
 altijd nooit elke dagelijks gewoonte
 alltid aldrig varje dagligen vana
 her_gün hep asla alışkanlık
-всегда никогда каждый ежедневно привычка`,
+всегда никогда каждый ежедневно привычка
+zawsze nigdy codziennie zwykle co_tydzień
+हमेशा कभी_नहीं रोज़ hamesha roz
+luôn không_bao_giờ mỗi_ngày thường
+πάντα ποτέ κάθε καθημερινά συνήθως`,
 		"いつも", "毎日", "毎朝", "毎週", "必ず", "总是", "總是", "每天", "每周", "每週", "习惯", "習慣", "从来", "從來", "항상", "매일", "습관", "언제나"),
 	lexCircumstance: newLexList(`live lives living based commute shift shifts remote work_from work_at works_at work_as works_as i'm_a i_am
 married divorced widowed single_parent retired unemployed student landlord tenant night_shift until off_on
@@ -203,7 +229,11 @@ moro trabalho turno casado casada divorciad* aposentad*
 woon werk dienst getrouwd gescheiden gepensioneerd
 bor jobbar arbetar gift skild pensionär
 yaşıyorum çalışıyorum evli emekli
-живу работаю женат замужем пенсионер*`,
+живу работаю женат замужем пенсионер*
+mieszkam pracuję zmiana emeryt*
+रहता रहती rehta rehti
+sống làm_việc
+μένω δουλεύω βάρδια συνταξιούχ*`,
 		"住んで", "勤務", "働いて", "住在", "工作", "上班", "结婚", "結婚", "살아", "근무", "일해", "결혼"),
 	lexReason: newLexList(`because since so_that that's_why is_why due_to made_me taught_me convinced_me reason
 weil da damit deshalb deswegen grund
@@ -214,7 +244,11 @@ porque pois razão
 omdat want zodat reden
 eftersom därför anledning
 çünkü için nedeni
-потому поэтому причина`,
+потому поэтому причина
+bo ponieważ dlatego
+क्योंकि इसलिए kyunki isliye
+vì bởi_vì nên
+γιατί επειδή`,
 		"から", "ので", "ため", "因为", "因為", "所以", "为了", "為了", "때문", "니까", "위해"),
 	lexEpisodic: newLexList(`yesterday today tonight ago earlier last_night last_week last_month last_year last_weekend last_summer last_time
 this_morning this_afternoon this_evening this_weekend the_other_day just_got just_came just_finished
@@ -226,7 +260,11 @@ ontem hoje
 gisteren vandaag vanochtend
 igår idag
 dün bugün
-вчера сегодня`,
+вчера сегодня
+wczoraj dzisiaj
+आज
+hôm_qua hôm_nay
+χθες σήμερα`,
 		"昨日", "今日", "今朝", "先週", "昨天", "今天", "上周", "上週", "어제", "오늘", "지난주"),
 }
 
@@ -242,7 +280,11 @@ eu meu minha meus minhas nós nosso nossa sou estou tenho
 ik mij mijn wij we ons onze
 jag mig min mitt mina vi oss vår
 ben benim biz bizim
-я меня мне мой моя мои мы наш наша`,
+я меня мне мой моя мои мы наш наша
+ja mój moja moje mnie mi nasz nasza
+मैं मेरा मेरी मेरे हम हमारा main mera meri hum humara
+tôi mình
+εγώ μου μας`,
 		"私", "僕", "俺", "我", "저는", "제가", "나는", "내가", "저희", "우리")
 	otherWords = newLexList(`he he's she she's his her him they they're their them
 son daughter kids kid children child wife husband partner mom mum mother dad father brother sister grandma grandmother grandpa grandfather
@@ -255,10 +297,18 @@ ele ela dele dela filho filha filhos esposa marido mãe pai irmão irmã
 hij zij zijn haar zoon dochter kinderen vrouw man moeder vader broer zus
 han hon hans hennes son dotter barn fru man mamma pappa bror syster
 o oğlum kızım eşim annem babam
-он она его её сын дочь дети жена муж мама папа брат сестра`,
+он она его её сын дочь дети жена муж мама папа брат сестра
+on ona jego jej syn córka żona mąż mama tata
+वो उसका उसकी बेटा बेटी beta beti papa mummy
+con vợ chồng mẹ bố
+αυτός αυτή γιος κόρη γυναίκα άντρας μητέρα πατέρας`,
 		"彼", "彼女", "息子", "娘", "妻", "夫", "母", "父", "他", "她", "儿子", "兒子", "女儿", "女兒", "妈妈", "媽媽", "爸爸", "老婆", "老公",
 		"그는", "그녀", "아들", "딸", "아내", "남편", "엄마", "아빠")
 )
+
+// isIndic reports whether r is of an Indic script (Devanagari, Bengali,
+// Gurmukhi, Gujarati, Oriya, Tamil, Telugu, Kannada, Malayalam).
+func isIndic(r rune) bool { return r >= 0x0900 && r <= 0x0D7F }
 
 // lex is the lexicon's index.
 var lex = func() *lexIndex {
