@@ -272,6 +272,9 @@ var proposalOpeners = map[string]bool{"i'd": true, "i would": true, "my advice":
 func promote(it *Item) {
 	it.Tier = TierUserKey
 	it.Bucket = Decisions
+	if it.Traits&traitsFitted == 0 {
+		it.Weight, it.Traits = 0, it.Traits&^(1<<16)|traitsFitted // an entry weighed before the fitted table
+	}
 	it.Weight = max(it.Weight, weightOfChance(keyChance))
 	it.Traits &^= traitsChatter
 }

@@ -254,3 +254,44 @@ func TestStandingMoreLanguages(t *testing.T) {
 		}
 	}
 }
+
+// TestOldArchiveEntries checks entries of archives written before the
+// weights were fitted: their Weight is the old score for the room they
+// take, not a chance, so a view weighs them from their text, and reads
+// chatter and corrections from it too, rather than ranking every old
+// entry below every new one.
+func TestOldArchiveEntries(t *testing.T) {
+	t.Parallel()
+	old := func(role checkpoint.Role, text string, weight int) *Item {
+		return &Item{Entry: Entry{Role: role, Index: 40, Excerpt: text}, Bucket: focusClassifier.Classify(text), Weight: weight,
+			Traits: packTraits(specifics(text), 12, false) &^ traitsFitted}
+	}
+	fact := old(checkpoint.RoleUser, "My son is allergic to penicillin, so never give him any.", 250)
+	items := []Item{{Entry: Entry{Role: checkpoint.RoleUser, Index: 40, Excerpt: fact.Excerpt}, Bucket: fact.Bucket}}
+	scoreItems(items, nil, nil)
+	if got, want := chanceNow(fact, nil, nil), chanceOf(items[0].Weight); got < want-0.05 || got > want+0.05 {
+		t.Errorf("an old entry's chance is %.3f, want about %.3f, the chance of the same entry written now", got, want)
+	}
+	if chanceNow(fact, nil, nil) <= chanceOf(fact.Weight) {
+		t.Error("an old entry is weighed by its old score as a chance")
+	}
+	if !chatterItem(old(checkpoint.RoleUser, "Thanks, sounds good!", 0)) || chatterItem(fact) {
+		t.Error("an old entry's chatter is not read from its text")
+	}
+	if !correctionItem(old(checkpoint.RoleUser, "Actually, make it 150 people.", 300)) || correctionItem(fact) {
+		t.Error("an old entry's correction is not read from its text")
+	}
+}
+
+// TestTraitsPoints checks that the marks packed above the points (chatter,
+// a correction, the fitted table) never read as points.
+func TestTraitsPoints(t *testing.T) {
+	t.Parallel()
+	tr := packTraits(named{2, 1, 0, 1}, 17, true) | traitsCorrection
+	if got := tr.points(); got != 17 {
+		t.Errorf("points = %d, want 17", got)
+	}
+	if got := tr.named(); got != (named{2, 1, 0, 1}) {
+		t.Errorf("named = %v", got)
+	}
+}

@@ -151,6 +151,10 @@ const (
 	traitsPointsFrom = 17
 	traitsChatter    = 1 << 25
 	traitsCorrection = 1 << 26
+	// traitsFitted marks an entry weighed by the fitted table: its Weight
+	// is a chance. Entries of archives written before have none, and a
+	// view weighs them from their text (chanceNow).
+	traitsFitted = 1 << 27
 )
 
 // packTraits packs the specific things n names, the points they added and
@@ -163,7 +167,7 @@ func packTraits(n named, points int, chatter bool) Traits {
 	if chatter {
 		t |= traitsChatter
 	}
-	return t | Traits(min(max(points, 0), 255))<<traitsPointsFrom
+	return t | traitsFitted | Traits(min(max(points, 0), 255))<<traitsPointsFrom
 }
 
 // Chatter reports whether the entry was read as chatter when it was
@@ -173,6 +177,10 @@ func (t Traits) Chatter() bool { return t&traitsChatter != 0 }
 // Correction reports whether the entry is a user's sentence with a
 // correction cue ("instead", "make it", "cambiamos").
 func (t Traits) Correction() bool { return t&traitsCorrection != 0 }
+
+// points returns the points the specific things added when the entry was
+// extracted.
+func (t Traits) points() int { return int(t>>traitsPointsFrom) & 255 }
 
 // named returns the specific things t counts.
 func (t Traits) named() named {
@@ -185,17 +193,45 @@ func (t Traits) named() named {
 
 // chanceNow returns the chance of it by the weights w with the specific
 // things it names weighed by rare, the rarity that stands now, rather than
-// as it stood when it was extracted.
+// as it stood when it was extracted. An entry of an archive written before
+// the weights were fitted is weighed from its text (its message's other
+// entries unknown).
 func chanceNow(it *Item, rare *rarity, w *Weights) float64 {
+	w = weightsOr(w)
+	if it.Traits&traitsFitted == 0 {
+		v := features(it.Role, it.Bucket, it.Excerpt, it.Index, 0, 1, false, rare.points(specifics(it.Excerpt)))
+		return sigmoid(v.Dot(&w.Features))
+	}
 	p := chanceOf(it.Weight)
-	if it.Traits == 0 || rare == nil {
+	if rare == nil {
 		return p
 	}
-	then := int(it.Traits >> traitsPointsFrom)
+	then := it.Traits.points()
 	now := rare.points(it.Traits.named())
 	if now == then {
 		return p
 	}
+	// The specific feature is weighed again; the user's own (a feature
+	// fitted beside it) keeps the rarity that stood at extraction, as the
+	// table was fitted.
 	spec := func(points int) float64 { return min(maxSpecific, float64(points)/specificScale) }
-	return sigmoid(logit(p) + weightsOr(w).Features[FeatSpecific]*(spec(now)-spec(then)))
+	return sigmoid(logit(p) + w.Features[FeatSpecific]*(spec(now)-spec(then)))
+}
+
+// chatterItem reports whether it is chatter: as read when it was
+// extracted, or, for an entry of an archive written before, from its text.
+func chatterItem(it *Item) bool {
+	if it.Traits&traitsFitted == 0 {
+		return Chatter(it.Excerpt)
+	}
+	return it.Traits.Chatter()
+}
+
+// correctionItem reports whether it is a user's correction, as chatterItem
+// reads chatter.
+func correctionItem(it *Item) bool {
+	if it.Traits&traitsFitted == 0 {
+		return it.Role == checkpoint.RoleUser && correction(it.Excerpt)
+	}
+	return it.Traits.Correction()
 }

@@ -72,7 +72,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	rare := c.Carry.rarity()
 	classes[classUser] = bySalience(&rare, w, bal.Frame, c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
 	for _, it := range classes[classUser] {
-		if it.Traits.Correction() {
+		if correctionItem(it) {
 			classes[classCorrection] = append(classes[classCorrection], it)
 		}
 	}
@@ -90,7 +90,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	seenChatter := make(map[windowKey]bool)
 	for cl := range classChatter {
 		classes[cl] = slices.DeleteFunc(classes[cl], func(it *Item) bool {
-			if !it.Traits.Chatter() {
+			if !chatterItem(it) {
 				return false
 			}
 			k := windowKey{it.Index, it.Span[0]}
@@ -252,7 +252,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 func shownAll(items []*Item, shown map[windowKey]bool, fixed *corrections, want int) bool {
 	n := 0
 	for _, it := range items {
-		if it.Traits.Chatter() {
+		if chatterItem(it) {
 			continue
 		}
 		if !shown[windowKey{it.Index, it.Span[0]}] && !fixed.superseded(it) {
