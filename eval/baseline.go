@@ -99,6 +99,12 @@ func scoreBaseline(c *conversation, maxTokens int, s *Score) {
 				s.LongRetained++
 			}
 		}
+		if at := firstEvidential(c.messages, r.Text); at >= 0 && ClauseOfLonger(c.messages[at].Text, r.Text) {
+			s.ClauseRequired++
+			if ok {
+				s.ClauseRetained++
+			}
+		}
 	}
 	for _, sc := range c.superseded {
 		s.Superseded++

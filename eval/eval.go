@@ -68,6 +68,9 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int, 
 		facts := make([]FactResult, len(c.required))
 		for i, r := range c.required {
 			facts[i] = FactResult{Conversation: c.key, Text: r.Text, Why: r.Why, WantBucket: r.Bucket, LostAtStep: -1}
+			if at := firstEvidential(c.messages, r.Text); at >= 0 {
+				facts[i].Clause = ClauseOfLonger(c.messages[at].Text, r.Text)
+			}
 		}
 		leaked := make([]bool, len(c.forbidden))
 		probesAt := make(map[int][]probe)
@@ -223,6 +226,12 @@ func runFixture(f *Fixture, fold FoldFunc, cfg *evidence.Config, maxTokens int, 
 		fr.Required++
 		if fact.Retained {
 			fr.Retained++
+		}
+		if fact.Clause {
+			fr.ClauseRequired++
+			if fact.Retained {
+				fr.ClauseRetained++
+			}
 		}
 		if fact.WantBucket != "" {
 			fr.Bucketed++

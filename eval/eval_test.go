@@ -207,6 +207,7 @@ func TestScoreContractFold(t *testing.T) {
 		Conversations: 1, Messages: 7, Steps: 2,
 		Required: 2, Retained: 2, Retention: 1, Bucketed: 1, Classified: 1, InBucket: 1,
 		LongRetention: 1, ProbeRecall: 1, ContextProbeRecall: 1, // none of either
+		ClauseRetention: 1, AloneRetention: 1, // both facts said in sentences of their own
 		Inflow:         [4]int{1, 1, 0, 0},
 		FoldedMessages: 6, OmittedEntries: 0,
 		EvidenceTokens:    got.EvidenceTokens,

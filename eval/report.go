@@ -103,6 +103,18 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 	return nil
 }
 
+// clauseCell writes the retention of the required facts said as one
+// clause of a longer sentence beside that of the others ("" where a set has
+// none of the first).
+func clauseCell(s *Score) string {
+	if s.ClauseRequired == 0 {
+		return ""
+	}
+	alone := s.Required - s.ClauseRequired
+	return fmt.Sprintf("%.1f%% (%d/%d) / %.1f%% (%d/%d)", 100*ratio(s.ClauseRetained, s.ClauseRequired), s.ClauseRetained, s.ClauseRequired,
+		100*ratio(s.Retained-s.ClauseRetained, alone), s.Retained-s.ClauseRetained, alone)
+}
+
 // clip shortens s for a table line.
 func clip(s string) string {
 	const n = 60
@@ -117,11 +129,11 @@ func clip(s string) string {
 // per-fixture report of profile detail for each set.
 func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tset\tfixtures\tretention\tlong retention\tprobe recall\tcontext probe recall\tsuperseded kept\tstale only\texcerpt share\tchatter\tleakage\tmax tokens\tover budget\tinvalid\tinconsistent\t")
+	fmt.Fprintln(tw, "profile\tset\tfixtures\tretention\tlong retention\tclause / alone\tprobe recall\tcontext probe recall\tsuperseded kept\tstale only\texcerpt share\tchatter\tleakage\tmax tokens\tover budget\tinvalid\tinconsistent\t")
 	row := func(p evidence.Profile, set string, s *Summary) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%%\t%.1f%% (%d/%d)\t%d\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%s\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%%\t%.1f%% (%d/%d)\t%d\t%d\t%d\t%d\t%d\t\n",
 			p, set, s.Fixtures, 100*s.Retention, s.Score.Retained, s.Score.Required,
-			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired,
+			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired, clauseCell(&s.Score),
 			100*s.ProbeRecall, s.Score.ProbeHits, s.Score.ProbeFacts,
 			100*s.ContextProbeRecall, s.Score.ContextProbeHits, s.Score.ProbeFacts,
 			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded,
@@ -134,9 +146,9 @@ func (c *Comparison) WriteTable(w io.Writer, detail evidence.Profile, verbose bo
 		}
 	}
 	baseline := func(set string, s *Summary) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\t\t\t\t\t\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t%s\t%.1f%% (%d/%d)\t\t%.1f%% (%d/%d)\t%.1f%% (%d/%d)\t\t\t\t\t\t\t\n",
 			BaselineName, set, s.Fixtures, 100*s.Retention, s.Score.Retained, s.Score.Required,
-			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired,
+			100*s.LongRetention, s.Score.LongRetained, s.Score.LongRequired, clauseCell(&s.Score),
 			100*s.ProbeRecall, s.Score.ProbeHits, s.Score.ProbeFacts,
 			100*s.Score.SupersededKept, s.Score.SupersededShown, s.Score.Superseded,
 			100*s.Score.StaleOnly, s.Score.StaleShown, s.Score.Superseded)

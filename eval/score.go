@@ -50,6 +50,14 @@ type Score struct {
 	LongRequired  int     `json:"long_required"`
 	LongRetained  int     `json:"long_retained"`
 	LongRetention float64 `json:"long_retention"`
+	// ClauseRequired and ClauseRetained count the required facts said as
+	// one clause of a longer sentence (ClauseOfLonger), and
+	// ClauseRetention is their ratio; AloneRetention is the retention of
+	// the other required facts, said in a sentence of their own size.
+	ClauseRequired  int     `json:"clause_required"`
+	ClauseRetained  int     `json:"clause_retained"`
+	ClauseRetention float64 `json:"clause_retention"`
+	AloneRetention  float64 `json:"alone_retention"`
 	// Superseded counts corrected facts (Fixture.Superseded), SupersededShown
 	// those still shown after the last turn, and SupersededKept their ratio
 	// (0 when nothing was corrected): lower is better.
@@ -209,6 +217,9 @@ type FactResult struct {
 	Bucket   string `json:"bucket,omitempty"`
 	// WantBucket is the fixture's bucket mark, if any.
 	WantBucket string `json:"want_bucket,omitempty"`
+	// Clause: the fact is said as one clause of a longer sentence
+	// (ClauseOfLonger).
+	Clause bool `json:"clause,omitempty"`
 	// EverPresent: in the evidence at some turn. A fact never present was
 	// never summarised into an entry (it was cut from a long excerpt); one
 	// present and lost was evicted.
@@ -235,6 +246,34 @@ type ProbeResult struct {
 // LongMessages is the length from which a conversation counts as long.
 const LongMessages = 100
 
+// The shape of a fact said as one clause of a longer sentence: its
+// sentence (evidence.Segment) is at least clauseSentenceBytes long and the
+// fact covers at most clauseShare of it.
+const (
+	clauseSentenceBytes = 120
+	clauseShare         = 2.0 / 3
+)
+
+// ClauseOfLonger reports whether fact, a substring of text, is said there as
+// one clause of a longer sentence ("…she came out in hives, and that's how
+// we found out she can't have ibuprofen, which the GP has on file…")
+// rather than in a sentence of its own size: the sentence that holds its
+// first byte is at least clauseSentenceBytes long and the fact covers at
+// most two thirds of it. A fact that is not in text is not.
+func ClauseOfLonger(text, fact string) bool {
+	at := strings.Index(text, fact)
+	if at < 0 {
+		return false
+	}
+	for _, sp := range evidence.Segment(text) {
+		if sp[0] <= at && at < sp[1] {
+			n := sp[1] - sp[0]
+			return n >= clauseSentenceBytes && float64(len(fact)) <= clauseShare*float64(n)
+		}
+	}
+	return false
+}
+
 // Leak is a forbidden marker found in the evidence.
 type Leak struct {
 	Conversation string `json:"conversation"`
@@ -254,6 +293,8 @@ func (s *Score) add(o *Score) {
 	s.Retained += o.Retained
 	s.LongRequired += o.LongRequired
 	s.LongRetained += o.LongRetained
+	s.ClauseRequired += o.ClauseRequired
+	s.ClauseRetained += o.ClauseRetained
 	s.Superseded += o.Superseded
 	s.SupersededShown += o.SupersededShown
 	s.StaleShown += o.StaleShown
@@ -299,6 +340,8 @@ func (s *Score) add(o *Score) {
 func (s *Score) finish() {
 	s.Retention = ratio(s.Retained, s.Required)
 	s.LongRetention = ratio(s.LongRetained, s.LongRequired)
+	s.ClauseRetention = ratio(s.ClauseRetained, s.ClauseRequired)
+	s.AloneRetention = ratio(s.Retained-s.ClauseRetained, s.Required-s.ClauseRequired)
 	s.ProbeRecall = ratio(s.ProbeHits, s.ProbeFacts)
 	s.ContextProbeRecall = ratio(s.ContextProbeHits, s.ProbeFacts)
 	s.SupersededKept, s.StaleOnly = 0, 0
