@@ -119,11 +119,20 @@ export interface PublishResult extends IngestResult {
   sent: number;
 }
 
+/** A prompt budget in estimated tokens (docs/context.md); an absent field takes recall's default. */
 export interface Budget {
+  /** Defaults to 32,768. */
   context_window?: number;
+  /** Defaults to 16,000. */
   prompt?: number;
+  /** Defaults to 4,096. */
   response_reserve?: number;
+  /** Defaults to 2,048. */
   safety_reserve?: number;
+  /** The most a tool result may take before it is compacted. Defaults to 2,000. */
+  tool_result_tokens?: number;
+  /** What each image (or other non-text) part is charged. Defaults to 1,000. */
+  image_tokens?: number;
 }
 
 export interface ContextResult {
@@ -132,7 +141,7 @@ export interface ContextResult {
   limit: number;
   dropped_turns: number;
   compacted_tool_results: number;
-  evidence: { included: boolean; version: number; cursor: number };
+  evidence: { included: boolean; version: number; cursor: number; lagging?: boolean };
 }
 
 export declare class MessageError extends Error {
@@ -200,7 +209,17 @@ export declare class RecallClient {
     userId: string,
     conversationId: string,
     messages: Message[],
-    opts?: { system?: string; tools?: object[]; budget?: Budget; evidence?: boolean; minCursor?: number; wait?: number | string } & TraceOption,
+    opts?: {
+      system?: string;
+      tools?: object[];
+      budget?: Budget;
+      evidence?: boolean;
+      minCursor?: number;
+      wait?: number | string;
+      /** Bounds this request. Defaults to the client's timeout. */
+      timeoutMs?: number;
+      signal?: AbortSignal;
+    } & TraceOption,
   ): Promise<ContextResult>;
   delete(userId: string, conversationId: string): Promise<void>;
   conversations(userId: string, opts?: { limit?: number; after?: string | null }): Promise<ConversationPage>;

@@ -306,25 +306,30 @@ export class RecallClient {
     return tp;
   }
 
-  async request(method, path, { body, query, timeoutMs, traceparent } = {}) {
-    const resp = await this.send(method, path, { body, query, timeoutMs, traceparent });
+  async request(method, path, { body, query, timeoutMs, signal, traceparent } = {}) {
+    const resp = await this.send(method, path, { body, query, timeoutMs, signal, traceparent });
     const text = await resp.text();
     return text ? JSON.parse(text) : null;
   }
 
-  /** Sends a request and resolves to the Response once its status is a success; throws RecallError otherwise. timeoutMs null: no timeout. */
-  async send(method, path, { body, query, timeoutMs, accept = "application/json", traceparent } = {}) {
+  /**
+   * Sends a request and resolves to the Response once its status is a
+   * success; throws RecallError otherwise. timeoutMs null: no timeout; a
+   * signal aborts it too.
+   */
+  async send(method, path, { body, query, timeoutMs, signal, accept = "application/json", traceparent } = {}) {
     const url = new URL(this.url + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
     const headers = { Authorization: `Bearer ${this.token}`, Accept: accept };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const tp = this.traceparentFor(traceparent);
     if (tp) headers.traceparent = tp;
+    const signals = [signal, timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs ?? this.timeoutMs)].filter(Boolean);
     const resp = await fetch(url, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs ?? this.timeoutMs),
+      signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0],
     });
     if (!resp.ok) {
       const text = await resp.text();
@@ -450,13 +455,16 @@ export class RecallClient {
     return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/evidence/search", { body, traceparent });
   }
 
-  /** The bounded messages of the next model call (POST …/context). */
-  async context(userId, conversationId, messages, { system, tools, budget, evidence, minCursor, wait, traceparent } = {}) {
+  /**
+   * The bounded messages of the next model call (POST …/context). timeoutMs
+   * bounds the request (the client's timeout by default); a signal aborts it.
+   */
+  async context(userId, conversationId, messages, { system, tools, budget, evidence, minCursor, wait, timeoutMs, signal, traceparent } = {}) {
     const body = { messages: messages.map(asJSON) };
     for (const [k, v] of [["system", system], ["tools", tools], ["budget", budget], ["evidence", evidence], ["min_cursor", minCursor], ["wait", seconds(wait)]]) {
       if (v !== undefined) body[k] = v;
     }
-    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/context", { body, traceparent });
+    return this.request("POST", RecallClient.conversationPath(userId, conversationId) + "/context", { body, timeoutMs, signal, traceparent });
   }
 
   /** Deletes the conversation: its evidence and every copy of its messages recall holds. */

@@ -12,7 +12,8 @@
 // deletes the conversation in recall.
 
 import * as checkpoint from "@langchain/langgraph-checkpoint";
-import { MessageError, RecallClient, RecallError, appendEvent, chain, snapshotEvent } from "./index.js";
+import { RecallClient } from "./index.js";
+import { Publisher } from "./publisher.js";
 
 const { BaseCheckpointSaver } = checkpoint;
 
@@ -48,9 +49,10 @@ export class RecallSaver extends BaseCheckpointSaver {
     this.conversationIdOf = conversationId;
     this.messagesOf = messages ?? ((cp) => cp.channel_values?.[channel]);
     this.onError = onError;
-    this.maxThreads = maxThreads;
-    // Per conversation: {userId, conversationId, threadId, sent: {length, digest} | null, next, running}.
-    this.threads = new Map();
+    this.publisher = new Publisher(this.client, {
+      onError: (err, { threadId }) => this.report(err, { configurable: { thread_id: threadId } }),
+      maxConversations: maxThreads,
+    });
   }
 
   // Reads and writes of the wrapped saver, unchanged.
@@ -99,13 +101,8 @@ export class RecallSaver extends BaseCheckpointSaver {
   async deleteThread(threadId) {
     await this.saver.deleteThread(threadId);
     const config = { configurable: { thread_id: threadId } };
-    const known = [...this.threads.values()].filter((t) => t.threadId === threadId);
+    const known = await this.publisher.stop((c) => c.meta.threadId === threadId);
     const keys = known.length > 0 ? known : [{ userId: this.userIdOf(config), conversationId: this.conversationIdOf(config) }];
-    for (const t of known) {
-      t.next = null; // nothing more is published for it
-      await t.running;
-      this.threads.delete(JSON.stringify([t.userId, t.conversationId]));
-    }
     for (const { userId, conversationId } of keys) {
       if (!userId || !conversationId) {
         throw new Error(`recall: cannot delete thread ${threadId} in recall: its user is unknown to this process; give withRecall a userId`);
@@ -115,12 +112,8 @@ export class RecallSaver extends BaseCheckpointSaver {
   }
 
   /** Resolves once every publish under way has ended (for a graceful exit, and tests). */
-  async flush() {
-    for (;;) {
-      const running = [...this.threads.values()].map((t) => t.running).filter(Boolean);
-      if (running.length === 0) return;
-      await Promise.all(running);
-    }
+  flush() {
+    return this.publisher.flush();
   }
 
   // schedule queues the checkpoint's messages for publishing: the newest
@@ -135,61 +128,7 @@ export class RecallSaver extends BaseCheckpointSaver {
     if (!userId || !conversationId) {
       throw new Error("cannot publish: no user id (pass userId to withRecall, or user_id in the graph's configurable) or no thread id");
     }
-    const key = JSON.stringify([userId, conversationId]);
-    let t = this.threads.get(key);
-    if (!t) {
-      if (this.threads.size >= this.maxThreads) {
-        // Forget the oldest idle thread: its next publish is a snapshot.
-        for (const [k, v] of this.threads) {
-          if (!v.running) {
-            this.threads.delete(k);
-            break;
-          }
-        }
-      }
-      t = { userId, conversationId, threadId: threadOf(config), sent: null, next: null, running: null };
-      this.threads.set(key, t);
-    }
-    t.next = [...history];
-    t.running ??= this.drain(t);
-  }
-
-  // drain publishes a conversation's newest history until none is left.
-  async drain(t) {
-    try {
-      while (t.next) {
-        const history = t.next;
-        t.next = null;
-        await this.publish(t, history);
-      }
-    } finally {
-      t.running = null;
-    }
-  }
-
-  // publish sends history as an append event from what recall holds, or as
-  // a snapshot; nothing when nothing is new. A failure is reported; the
-  // next put publishes again.
-  async publish(t, history) {
-    try {
-      const digests = chain(history);
-      const { sent } = t;
-      let event;
-      if (sent && sent.length <= history.length && digests[sent.length].equals(sent.digest)) {
-        if (sent.length === history.length) return;
-        event = appendEvent(t.userId, t.conversationId, history, sent.length, { prefix: sent.digest.toString("hex") });
-      } else {
-        if (history.length === 0) return;
-        event = snapshotEvent(t.userId, t.conversationId, history);
-      }
-      await this.client.publishEvent(event);
-      t.sent = { length: history.length, digest: digests.at(-1) };
-    } catch (err) {
-      // recall refused what it was sent: the next publish is a whole
-      // snapshot. An outage keeps what recall holds: the next is an append.
-      if (err instanceof MessageError || (err instanceof RecallError && err.status < 500 && err.status !== 429)) t.sent = null;
-      this.report(err, { configurable: { thread_id: t.threadId } });
-    }
+    this.publisher.schedule(userId, conversationId, history, { threadId: threadOf(config) });
   }
 
   report(err, config) {
