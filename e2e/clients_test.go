@@ -20,10 +20,12 @@ import (
 // TestClients runs the Python and JavaScript clients' own test suites
 // (python3 -m unittest, node --test) against one recall dev: digests
 // against the repository's vectors, publishing over HTTP and NATS, reads,
-// waits, refusals and deletes, and withRecall, the LangGraph.js saver, in a
-// graph. Then LangChain's conformance suite for checkpoint savers runs
-// against withRecall (saverValidation), and a graph runs through a recall
-// outage (saverOutage).
+// waits, refusals and deletes, withRecall, the LangGraph.js saver, in a
+// graph, and the AI SDK middleware and the OpenAI Agents SDK session with
+// their libraries' mock models (300 turns, tool loops, streaming, their
+// latency). Then LangChain's conformance suite for checkpoint savers runs
+// against withRecall (saverValidation), and a graph, the middleware and the
+// session run through a recall restart (outage).
 func TestClients(t *testing.T) {
 	for _, tool := range []string{"python3", "node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -53,8 +55,8 @@ func TestClients(t *testing.T) {
 		saverValidation(t, js, append(env, "RECALL_SAVER_DATABASE_URL="+pgtest.NewDatabase(t)))
 	})
 	d.interrupt()
-	t.Run("js-saver-outage", func(t *testing.T) {
-		saverOutage(t, js)
+	t.Run("js-outage", func(t *testing.T) {
+		outage(t, js, "e2e/outage.mjs", "e2e/adapters-outage.mjs")
 	})
 }
 
@@ -115,10 +117,15 @@ func saverValidation(t *testing.T, js string, env []string) {
 	}
 }
 
-// saverOutage runs a LangGraph.js graph with withRecall while recall stops
-// and starts again (clients/js/e2e/outage.mjs): the graph goes on while
-// recall is down, and the evidence catches up when it is back.
-func saverOutage(t *testing.T, js string) {
+// outage runs the outage drivers of clients/js (scripts, in the client's
+// folder js) while recall stops and starts again: e2e/outage.mjs, a
+// LangGraph.js graph with withRecall, goes on while recall is down and the
+// evidence catches up when it is back; e2e/adapters-outage.mjs does the
+// same with the AI SDK middleware and the Agents SDK session, whose calls
+// go on with their own cut of the history meanwhile. Each driver says
+// "stop recall" and "start recall" when it is ready for the next phase,
+// and "ok: …" at the end; all of them go through the same restart.
+func outage(t *testing.T, js string, scripts ...string) {
 	cfg := devConfig{
 		DatabaseURL: pgtest.UncreatedDatabase(t),
 		DataDir:     t.TempDir(),
@@ -126,9 +133,56 @@ func saverOutage(t *testing.T, js string) {
 		Env:         []string{fmt.Sprintf("RECALL_HTTP_ADDR=127.0.0.1:%d", proctest.FreePort(t))},
 	}
 	d := startDev(t, cfg)
+	drivers := make([]*driver, len(scripts))
+	for i, script := range scripts {
+		drivers[i] = startDriver(t, js, d.env(), script)
+	}
+	for _, dr := range drivers {
+		dr.await("stop recall")
+	}
+	d.interrupt()
+	requireClosed(t, "the API", d.APIURL)
+	for _, dr := range drivers {
+		dr.say("stopped")
+	}
+	for _, dr := range drivers {
+		dr.await("start recall")
+	}
+	d2 := startDev(t, cfg)
+	if d2.APIURL != d.APIURL {
+		t.Fatalf("recall came back at %s, not at %s", d2.APIURL, d.APIURL)
+	}
+	for _, dr := range drivers {
+		dr.say("started")
+	}
+	for _, dr := range drivers {
+		ok := dr.await("ok: ")
+		dr.stdin.Close()
+		if err := dr.cmd.Wait(); err != nil {
+			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", dr.script, err, strings.Join(dr.out, "\n"), dr.stderr.String())
+		}
+		t.Logf("%s:\n%s", dr.script, strings.Join(dr.out, "\n"))
+		t.Log(ok)
+	}
+	d2.interrupt()
+}
 
-	cmd := exec.Command("node", "e2e/outage.mjs")
-	cmd.Dir, cmd.Env = js, d.env()
+// driver is an outage driver: a node script the test talks to over its
+// stdin and stdout.
+type driver struct {
+	t      *testing.T
+	script string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *proctest.Buffer
+	lines  chan string
+	out    []string
+}
+
+func startDriver(t *testing.T, dir string, env []string, script string) *driver {
+	t.Helper()
+	cmd := exec.Command("node", script)
+	cmd.Dir, cmd.Env = dir, env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -137,65 +191,55 @@ func saverOutage(t *testing.T, js string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr proctest.Buffer
-	cmd.Stderr = &stderr
+	dr := &driver{t: t, script: script, cmd: cmd, stdin: stdin, stderr: &proctest.Buffer{}, lines: make(chan string)}
+	cmd.Stderr = dr.stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the outage driver: %v", err)
+		t.Fatalf("start %s: %v", script, err)
 	}
-	lines := make(chan string)
 	go func() {
-		defer close(lines)
+		defer close(dr.lines)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			lines <- sc.Text()
+			dr.lines <- sc.Text()
 		}
 	}()
-	var out []string
-	// await reads the driver's lines until want, and fails the test if the
-	// driver ends or says nothing for a minute first.
-	await := func(want string) string {
-		t.Helper()
-		for {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					_ = cmd.Wait()
-					t.Fatalf("the outage driver ended before %q: %v\nstdout:\n%s\nstderr:\n%s", want, cmd.ProcessState, strings.Join(out, "\n"), stderr.String())
-				}
-				out = append(out, line)
-				if strings.HasPrefix(line, want) {
-					return line
-				}
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-				t.Fatalf("the outage driver said nothing for a minute, waiting for %q\nstdout:\n%s\nstderr:\n%s", want, strings.Join(out, "\n"), stderr.String())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return dr
+}
+
+// await reads the driver's lines until one starts with want, and fails the
+// test if the driver ends or says nothing for a minute first.
+func (dr *driver) await(want string) string {
+	dr.t.Helper()
+	for {
+		select {
+		case line, ok := <-dr.lines:
+			if !ok {
+				_ = dr.cmd.Wait()
+				dr.t.Fatalf("%s ended before %q: %v\nstdout:\n%s\nstderr:\n%s", dr.script, want, dr.cmd.ProcessState, strings.Join(dr.out, "\n"), dr.stderr.String())
 			}
+			dr.out = append(dr.out, line)
+			if strings.HasPrefix(line, want) {
+				return line
+			}
+		case <-time.After(time.Minute):
+			_ = dr.cmd.Process.Kill()
+			dr.t.Fatalf("%s said nothing for a minute, waiting for %q\nstdout:\n%s\nstderr:\n%s", dr.script, want, strings.Join(dr.out, "\n"), dr.stderr.String())
 		}
 	}
-	say := func(word string) {
-		t.Helper()
-		if _, err := io.WriteString(stdin, word+"\n"); err != nil {
-			t.Fatalf("tell the outage driver %q: %v", word, err)
-		}
+}
+
+// say writes a line to the driver's stdin.
+func (dr *driver) say(word string) {
+	dr.t.Helper()
+	if _, err := io.WriteString(dr.stdin, word+"\n"); err != nil {
+		dr.t.Fatalf("tell %s %q: %v", dr.script, word, err)
 	}
-	await("stop recall")
-	d.interrupt()
-	requireClosed(t, "the API", d.APIURL)
-	say("stopped")
-	await("start recall")
-	d2 := startDev(t, cfg)
-	if d2.APIURL != d.APIURL {
-		t.Fatalf("recall came back at %s, not at %s", d2.APIURL, d.APIURL)
-	}
-	say("started")
-	ok := await("ok: ")
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the outage driver: %v\nstdout:\n%s\nstderr:\n%s", err, strings.Join(out, "\n"), stderr.String())
-	}
-	t.Logf("outage driver:\n%s", strings.Join(out, "\n"))
-	t.Log(ok)
-	d2.interrupt()
 }
 
 // copyTree copies the regular files under src to dst, leaving out

@@ -10,26 +10,16 @@
 //
 // Environment: RECALL_API_URL, RECALL_TOKEN (a token that acts for any user).
 
-import { createInterface } from "node:readline";
 import { randomUUID } from "node:crypto";
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 
 import { RecallClient, newestUserIndex } from "../src/index.js";
 import { withRecall } from "../src/langgraph.js";
+import { check, done, waitFor } from "./driver.js";
 
 const { RECALL_API_URL, RECALL_TOKEN } = process.env;
 if (!RECALL_API_URL || !RECALL_TOKEN) throw new Error("set RECALL_API_URL and RECALL_TOKEN");
-
-const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-async function waitFor(word) {
-  const { value, done } = await lines.next();
-  if (done || value.trim() !== word) throw new Error(`want "${word}" on stdin, got ${done ? "its end" : JSON.stringify(value)}`);
-}
-
-function check(ok, what) {
-  if (!ok) throw new Error(`FAIL: ${what}`);
-}
 
 const user = `outage-${randomUUID().slice(0, 8)}`;
 const thread = `thread-${randomUUID().slice(0, 8)}`;
@@ -76,5 +66,4 @@ check(ev.cursor === newestUserIndex(history), `phase 3: cursor ${ev.cursor}, wan
 const kept = Object.values(ev.buckets).flat().map((e) => e.excerpt).join("\n");
 check(kept.includes("we must ship by the 14th"), "phase 3: a turn made while recall was down is in the evidence");
 console.log(`ok: the evidence caught up: ${ev.message_count} messages, cursor ${ev.cursor}, version ${ev.version}`);
-lines.return?.();
-process.stdin.destroy();
+done();

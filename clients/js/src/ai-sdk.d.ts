@@ -20,6 +20,8 @@ export interface PromptInfo {
   estimatedTokens: { total: number; system?: number; tools?: number; evidence?: number; history?: number; current?: number };
   limit: number;
   droppedTurns: number;
+  /** How long recall took to answer POST …/context, in milliseconds (part of ms). Absent on a fallback. */
+  recallMs?: number;
   /** recall's evidence: whether it is in the prompt, its version and cursor. Absent on a fallback. */
   evidence?: { included: boolean; version: number; cursor: number; lagging?: boolean };
   /** Why the middleware cut the history itself (recall unreachable, slow, refusing); absent when recall assembled the prompt. */

@@ -17,7 +17,7 @@
 
 import { RecallClient } from "./index.js";
 import { answerById, kindText, mediaRef, parseJSON, restoreParts, textOf, unchanged } from "./parts.js";
-import { DEFAULT_TIMEOUT_MS, assemble, budgetOf, fallback, report, warn } from "./prompt.js";
+import { DEFAULT_TIMEOUT_MS, HEAL_WARNING, PUBLISH_INTERVAL_MS, assemble, budgetOf, fallback, reasonOf, report, warn } from "./prompt.js";
 import { Publisher } from "./publisher.js";
 
 // Flat messages derived from one AI SDK message carry its id "m<k>", k
@@ -119,7 +119,9 @@ export function toRecall(prompt) {
           add({ id: `${id}.r`, role: "assistant", type: "thinking", content: reasoning.map((p) => ({ type: "text", text: p.text ?? "" })) }, false);
         }
         const calls = parts.filter((p) => p.type === "tool-call" && !p.providerExecuted);
-        const flat = { id, role: "assistant", content: parts.filter((p) => p.type !== "reasoning" && !calls.includes(p)).map(contentPart) };
+        const content = parts.filter((p) => p.type !== "reasoning" && !calls.includes(p)).map(contentPart);
+        // No content is "", as recall answers it.
+        const flat = { id, role: "assistant", content: content.length > 0 ? content : "" };
         if (calls.length > 0) flat.tool_calls = calls.map((c) => ({ id: c.toolCallId, name: c.toolName, args: c.input ?? {} }));
         add(flat);
         break;
@@ -307,7 +309,10 @@ export function recallMiddleware(options = {}) {
   // call's way.
   const recall = client ?? new RecallClient({ url, token, nats, timeoutMs: Math.max(timeoutMs, 10_000) });
   const publisher = new Publisher(recall, {
-    onError: (err, { conversationId: conv }) => warn(logger, `could not publish the conversation's checkpoint (the next call publishes it again): ${err.name}: ${err.message}`, { conversation_id: conv }),
+    onError: (err, { conversationId: conv }) => warn(logger, `could not publish the conversation's checkpoint (the next call publishes it again): ${reasonOf(err)}`, { conversation_id: conv }),
+    onHeal: ({ conversationId: conv }) => warn(logger, HEAL_WARNING, { conversation_id: conv }),
+    minIntervalMs: PUBLISH_INTERVAL_MS,
+    defer: true,
   });
   const userOf = typeof userId === "function" ? userId : () => userId;
   const conversationOf = typeof conversationId === "function" ? conversationId : () => conversationId;
@@ -322,9 +327,10 @@ export function recallMiddleware(options = {}) {
     if (!user || !conv) {
       answer = fallback(messages, { system, tools, budget, logger, what: "the call" }, "it names no recall user or conversation (set providerOptions.recall.userId and .conversationId, or give recallMiddleware userId and conversationId)");
     } else {
-      const pending = assemble(recall, user, conv, messages, { system, tools, budget, evidence, timeoutMs, signal: params.abortSignal, logger, what: "the call" });
+      answer = await assemble(recall, user, conv, messages, { system, tools, budget, evidence, timeoutMs, signal: params.abortSignal, logger, what: "the call" });
+      // Published while the model answers: its digests are not in the call's way.
       if (publish) publisher.schedule(user, conv, messages, { conversationId: conv });
-      answer = await pending;
+      if (evidence) publisher.observe(user, conv, answer.result?.evidence?.cursor);
     }
     const prompt = fromRecall(answer.messages, plan);
     report(onPrompt, answer, { userId: user, conversationId: conv, ms: performance.now() - started, messages: messages.length, kept: answer.messages.filter((m) => m.id).length });

@@ -17,6 +17,8 @@ export interface SessionPromptInfo {
   estimatedTokens: { total: number; system?: number; tools?: number; evidence?: number; history?: number; current?: number };
   limit: number;
   droppedTurns: number;
+  /** How long recall took to answer POST …/context, in milliseconds (part of ms). Absent on a fallback. */
+  recallMs?: number;
   /** recall's evidence: whether it is in front, its version and cursor. Absent on a fallback. */
   evidence?: { included: boolean; version: number; cursor: number; lagging?: boolean };
   /** Why the session cut the history itself (recall unreachable, slow, refusing); absent when recall assembled it. */

@@ -17,7 +17,7 @@
 import { randomUUID } from "node:crypto";
 import { RecallClient } from "./index.js";
 import { answerById, kindText, mediaRef, parseJSON, restoreParts, textOf, unchanged } from "./parts.js";
-import { DEFAULT_TIMEOUT_MS, assemble, budgetOf, report, warn } from "./prompt.js";
+import { DEFAULT_TIMEOUT_MS, HEAL_WARNING, PUBLISH_INTERVAL_MS, assemble, budgetOf, reasonOf, report, warn } from "./prompt.js";
 import { Publisher } from "./publisher.js";
 
 // Item i of the session is the flat message "m<i>" (a hosted tool call is
@@ -119,12 +119,12 @@ export function itemsToRecall(items) {
       const content = typeof item.content === "string" ? item.content : (item.content ?? []).map(contentPart);
       add({ id, role: item.role === "user" ? "user" : "assistant", content });
     } else if (item?.type in CALLS && callId) {
-      add({ id, role: "assistant", content: [], tool_calls: [{ id: callId, ...CALLS[item.type](item) }] });
+      add({ id, role: "assistant", content: "", tool_calls: [{ id: callId, ...CALLS[item.type](item) }] });
     } else if (item?.type in RESULTS && callId) {
       add({ id, role: "tool", tool_call_id: callId, ...(item.name ? { name: item.name } : {}), content: RESULTS[item.type](item) });
     } else if (item?.type === "hosted_tool_call") {
       const call = item.id || `${id}.call`;
-      add({ id, role: "assistant", content: [], tool_calls: [{ id: call, name: item.name, args: parseArgs(item.arguments) }] });
+      add({ id, role: "assistant", content: "", tool_calls: [{ id: call, name: item.name, args: parseArgs(item.arguments) }] });
       add({ id: `${id}.1`, role: "tool", tool_call_id: call, name: item.name, content: item.output ?? "" });
     } else if (item?.type === "reasoning") {
       const text = [...(item.content ?? []), ...(item.rawContent ?? [])].map((p) => p?.text ?? "").join("\n");
@@ -248,7 +248,10 @@ export class RecallSession {
     this.logger = logger;
     this.onPrompt = onPrompt;
     this.publisher = new Publisher(this.client, {
-      onError: (err, { conversationId: conv }) => warn(logger, `could not publish the session's history (the next change publishes it again): ${err.name}: ${err.message}`, { conversation_id: conv }),
+      onError: (err, { conversationId: conv }) => warn(logger, `could not publish the session's history (the next change publishes it again): ${reasonOf(err)}`, { conversation_id: conv }),
+      onHeal: ({ conversationId: conv }) => warn(logger, HEAL_WARNING, { conversation_id: conv }),
+      minIntervalMs: PUBLISH_INTERVAL_MS,
+      defer: true,
     });
   }
 
@@ -274,7 +277,7 @@ export class RecallSession {
     if (!messages.some((m) => m.role === "user")) return items; // no request to assemble for
     const compaction = plan.findLastIndex((e) => e.item?.type === "compaction");
     const view = compaction < 0 ? messages : plan.slice(compaction + 1).flatMap((e) => e.flats?.map((f) => f.flat) ?? []);
-    const pending = assemble(this.client, this.userId, conv, view, {
+    const answer = await assemble(this.client, this.userId, conv, view, {
       system,
       budget: this.budget,
       evidence: this.evidence,
@@ -282,8 +285,10 @@ export class RecallSession {
       logger: this.logger,
       what: "the run",
     });
+    // Catches recall up with a history stored before (a session read back
+    // from a database), while the model answers.
     this.publisher.schedule(this.userId, conv, messages, { conversationId: conv });
-    const answer = await pending;
+    if (this.evidence) this.publisher.observe(this.userId, conv, answer.result?.evidence?.cursor);
     const out = itemsFromRecall(answer.messages, plan);
     report(this.onPrompt, answer, { userId: this.userId, conversationId: conv, ms: performance.now() - started, items: items.length, kept: out.length });
     return out;

@@ -19,6 +19,16 @@ export const DEFAULT_BUDGET = Object.freeze({
 export const DEFAULT_TIMEOUT_MS = 2000;
 
 /**
+ * The least time between two events of a conversation the adapters
+ * publish: the steps of a fast tool loop go in one event, and recall's
+ * worker has applied one before the next arrives.
+ */
+export const PUBLISH_INTERVAL_MS = 250;
+
+/** What the adapters warn when recall missed an event of a conversation. */
+export const HEAL_WARNING = "recall's cursor has not reached a history published a while ago (an event was lost or refused as a gap): the next publish is a whole snapshot";
+
+/**
  * The budget to send: a number is the prompt's limit in estimated tokens,
  * an object holds recall's budget fields (context_window, prompt, …).
  */
@@ -117,9 +127,10 @@ export function reasonOf(err, timeoutMs) {
  * adapter's own cut with a warning through logger. Never throws for recall.
  */
 export async function assemble(client, userId, conversationId, messages, { system, tools, budget, evidence, timeoutMs, signal, logger, what }) {
+  const started = performance.now();
   try {
     const res = await client.context(userId, conversationId, messages, { system, tools, budget, evidence, timeoutMs, signal });
-    return { messages: res.messages, result: res };
+    return { messages: res.messages, result: res, recallMs: performance.now() - started };
   } catch (err) {
     return fallback(messages, { system, tools, budget, logger, what, conversationId }, reasonOf(err, timeoutMs));
   }
@@ -155,7 +166,7 @@ export function report(onPrompt, answer, info) {
     onPrompt({
       ...info,
       ...(answer.result
-        ? { estimatedTokens: answer.result.estimated_tokens, limit: answer.result.limit, droppedTurns: answer.result.dropped_turns, evidence: answer.result.evidence }
+        ? { recallMs: answer.recallMs, estimatedTokens: answer.result.estimated_tokens, limit: answer.result.limit, droppedTurns: answer.result.dropped_turns, evidence: answer.result.evidence }
         : { fallback: answer.fallback.reason, estimatedTokens: { total: answer.fallback.estimated }, limit: answer.fallback.limit, droppedTurns: answer.fallback.dropped_turns }),
     });
   } catch {

@@ -5,7 +5,7 @@
 // OpenAI Agents session all publish through it.
 
 import { createHash } from "node:crypto";
-import { MessageError, RecallError, appendEvent, chain, messageDigest, snapshotEvent } from "./index.js";
+import { MessageError, RecallError, appendEvent, chain, messageDigest, newestUserIndex, snapshotEvent } from "./index.js";
 
 // fingerprints returns SHA-256s over the JSON of messages[0, n) and of all
 // messages: they tell whether the messages sent before are unchanged without
@@ -20,26 +20,77 @@ function fingerprints(messages, n) {
   return [prefix, h.digest()];
 }
 
+// The most publishes a conversation keeps, for healing, that recall's
+// cursor has not yet passed.
+const MAX_UNCONFIRMED = 256;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
  * Publishes conversations' histories to recall beside the agent. A failed
  * publish is reported to onError(err, meta) and the conversation's next
  * schedule publishes again: an append from what recall held after an
  * outage, a snapshot after recall refused an event.
+ *
+ * recall acknowledges an event before its worker applies it, and rejects
+ * an append whose earlier messages it never got (gap) only later. A caller
+ * that reads the conversation's cursor (every POST …/context answers it)
+ * reports it to observe(): when the cursor has not reached a history
+ * published more than healAfterMs ago, recall missed an event, and the
+ * conversation's next publish is a whole snapshot, which heals it.
  */
 export class Publisher {
   /**
    * @param client a RecallClient (or anything with its publishEvent)
-   * @param options onError(err, meta): called for each failed publish (a
-   * callback that throws is ignored); maxConversations: how many
-   * conversations' state is kept, the oldest idle one forgotten first (its
-   * next publish is a snapshot). Defaults to 10,000.
+   * @param options
+   * - onError(err, meta): called for each failed publish (a callback that
+   *   throws is ignored).
+   * - onHeal(meta): called when observe() finds that recall missed an event.
+   * - minIntervalMs: the least time between two events of a conversation;
+   *   what is scheduled meanwhile goes in one event. Defaults to 0.
+   * - healAfterMs: how long a published history may stay ahead of the
+   *   cursor observe() is told. Defaults to 15,000 (recall gives up on a
+   *   gap after 10 s by default).
+   * - maxConversations: how many conversations' state is kept, the oldest
+   *   idle one forgotten first (its next publish is a snapshot). Defaults
+   *   to 10,000.
+   * - defer: true starts publishing after the caller's turn of the event
+   *   loop, so that the digests it computes are never in the caller's way;
+   *   what the caller schedules meanwhile goes in the same event. Defaults
+   *   to false: each schedule starts at once.
    */
-  constructor(client, { onError = () => {}, maxConversations = 10_000 } = {}) {
+  constructor(client, { onError = () => {}, onHeal = () => {}, minIntervalMs = 0, healAfterMs = 15_000, maxConversations = 10_000, defer = false } = {}) {
     this.client = client;
+    this.defer = defer;
     this.onError = onError;
+    this.onHeal = onHeal;
+    this.minIntervalMs = minIntervalMs;
+    this.healAfterMs = healAfterMs;
     this.maxConversations = maxConversations;
-    // Per conversation: {userId, conversationId, meta, sent: {length, fingerprint, digest} | null, next, running}.
+    // Per conversation: {userId, conversationId, meta, sent: {length,
+    // fingerprint, digest} | null, next, running, lastAt, unconfirmed:
+    // [{at, newestUser}] | null (null until observe() is first called)}.
     this.conversations = new Map();
+  }
+
+  /**
+   * Tells the publisher the conversation's cursor, as recall answered it:
+   * publishes it has passed are confirmed; one it has not reached within
+   * healAfterMs makes the next publish a snapshot.
+   */
+  observe(userId, conversationId, cursor) {
+    const c = this.conversations.get(JSON.stringify([userId, conversationId]));
+    if (!c || !Number.isInteger(cursor)) return;
+    c.unconfirmed = (c.unconfirmed ?? []).filter((u) => u.newestUser > cursor);
+    if (c.unconfirmed.length > 0 && Date.now() - c.unconfirmed[0].at > this.healAfterMs) {
+      c.sent = null;
+      c.unconfirmed = [];
+      try {
+        this.onHeal(c.meta);
+      } catch {
+        // A failing callback must not fail the agent.
+      }
+    }
   }
 
   /**
@@ -59,7 +110,7 @@ export class Publisher {
           }
         }
       }
-      c = { userId, conversationId, meta, sent: null, next: null, running: null };
+      c = { userId, conversationId, meta, sent: null, next: null, running: null, lastAt: 0, unconfirmed: null };
       this.conversations.set(key, c);
     }
     c.meta = meta;
@@ -94,10 +145,15 @@ export class Publisher {
   // drain publishes a conversation's newest history until none is left.
   async drain(c) {
     try {
+      if (this.defer) await new Promise((resolve) => setImmediate(resolve));
       while (c.next) {
+        const wait = c.lastAt + this.minIntervalMs - Date.now();
+        if (wait > 0) await sleep(wait);
         const history = c.next;
+        if (!history) break; // stopped meanwhile
         c.next = null;
         await this.publish(c, history);
+        c.lastAt = Date.now();
       }
     } finally {
       c.running = null;
@@ -125,6 +181,10 @@ export class Publisher {
       }
       await this.client.publishEvent(event);
       c.sent = { length: history.length, fingerprint: head, digest };
+      if (c.unconfirmed) {
+        c.unconfirmed.push({ at: Date.now(), newestUser: newestUserIndex(history) });
+        if (c.unconfirmed.length > MAX_UNCONFIRMED) c.unconfirmed.splice(1, 1);
+      }
     } catch (err) {
       // recall refused what it was sent: the next publish is a whole
       // snapshot. An outage keeps what recall holds: the next is an append.
