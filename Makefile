@@ -51,6 +51,18 @@ example-langgraph: ## run examples/langgraph-js (npm ci, node) against a running
 		{ echo "example-langgraph: set RECALL_API_URL, NATS_URL and RECALL_TOKEN: run 'make dev' in another shell and paste the export lines it prints" >&2; exit 1; }
 	cd examples/langgraph-js && npm ci --no-audit --no-fund && node main.mjs
 
+.PHONY: example-ai-sdk
+example-ai-sdk: ## run examples/ai-sdk (npm ci, node) against a running `recall dev`: paste its export lines first (OPENAI_API_KEY: OpenAI's model, else a mock)
+	@test -n "$$RECALL_API_URL" && test -n "$$RECALL_TOKEN" || \
+		{ echo "example-ai-sdk: set RECALL_API_URL and RECALL_TOKEN: run 'make dev' in another shell and paste the export lines it prints" >&2; exit 1; }
+	cd examples/ai-sdk && npm ci --no-audit --no-fund && node main.mjs
+
+.PHONY: example-openai-agents
+example-openai-agents: ## run examples/openai-agents (npm ci, node) against a running `recall dev`: paste its export lines first (OPENAI_API_KEY: OpenAI's model, else a scripted one)
+	@test -n "$$RECALL_API_URL" && test -n "$$RECALL_TOKEN" || \
+		{ echo "example-openai-agents: set RECALL_API_URL and RECALL_TOKEN: run 'make dev' in another shell and paste the export lines it prints" >&2; exit 1; }
+	cd examples/openai-agents && npm ci --no-audit --no-fund && node main.mjs
+
 .PHONY: bench-recall
 bench-recall: build ## recall bench: throughput, lag, cost per turn, reads and memory on the machine's Postgres and NATS (BENCH_FLAGS=--quick)
 	bin/recall bench $(BENCH_FLAGS)

@@ -17,21 +17,8 @@ import (
 // `make example-langgraph` does: npm ci, then node main.mjs, which checks
 // the evidence itself and exits non-zero when it is wrong.
 func TestLangGraphJSExample(t *testing.T) {
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed to run examples/langgraph-js (install Node.js 20 or later, with npm): %v", tool, err)
-		}
-	}
-	// A copy, so that the test leaves no node_modules in the tree and
-	// does not race a developer's own npm install. The example depends on
-	// the JavaScript client by path (file:../../clients/js): the copy keeps
-	// the layout.
-	root := t.TempDir()
-	work := filepath.Join(root, "examples", "langgraph-js")
-	copyTree(t, filepath.Join("..", "examples", "langgraph-js"), work)
-	copyTree(t, filepath.Join("..", "clients", "js"), filepath.Join(root, "clients", "js"))
-
-	runIn(t, work, proctest.Env(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
+	needNode(t, "examples/langgraph-js")
+	work := installExamples(t, "langgraph-js")[0]
 
 	d := startDev(t, devConfig{DatabaseURL: pgtest.UncreatedDatabase(t)})
 	out := runIn(t, work, d.env(), 2*time.Minute, "node", "main.mjs")
@@ -39,6 +26,34 @@ func TestLangGraphJSExample(t *testing.T) {
 		t.Errorf("the example exited 0 without its ok line:\n%s", out)
 	}
 	d.interrupt()
+}
+
+// needNode fails the test unless node and npm are on the PATH, to run what.
+func needNode(t *testing.T, what string) {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to run %s (install Node.js 20 or later, with npm): %v", tool, what, err)
+		}
+	}
+}
+
+// installExamples copies the named examples/ folders and runs npm ci in
+// each, and returns their copies' paths. Copies, so that the test leaves
+// no node_modules in the tree and does not race a developer's own npm
+// install; the examples depend on the JavaScript client by path
+// (file:../../clients/js), so the client is copied beside them.
+func installExamples(t *testing.T, names ...string) []string {
+	t.Helper()
+	root := t.TempDir()
+	copyTree(t, filepath.Join("..", "clients", "js"), filepath.Join(root, "clients", "js"))
+	dirs := make([]string, len(names))
+	for i, name := range names {
+		dirs[i] = filepath.Join(root, "examples", name)
+		copyTree(t, filepath.Join("..", "examples", name), dirs[i])
+		runIn(t, dirs[i], proctest.Env(), 5*time.Minute, "npm", "ci", "--no-audit", "--no-fund")
+	}
+	return dirs
 }
 
 // runIn runs a command in dir and fails the test unless it exits 0 within

@@ -239,9 +239,10 @@ export function fromRecall(answer, plan) {
   const body = [];
   plan.forEach((e, i) => {
     if (e.system) {
-      // A system message stays where it was when what follows it does.
+      // A system message stays where it was when what follows it does
+      // (or nothing does), and goes to the head when that was left out.
       const next = plan.slice(i + 1).find((n) => !n.system);
-      (e.leading || !next || !kept.has(next) ? head : body).push(e.message);
+      (e.leading || (next && !kept.has(next)) ? head : body).push(e.message);
       return;
     }
     if (kept.has(e)) body.push(restore(e, got));
@@ -324,6 +325,11 @@ export function recallMiddleware(options = {}) {
     const user = userOf(params);
     const conv = conversationOf(params);
     let answer;
+    if (!messages.some((m) => m.role === "user" && m.type === undefined)) {
+      // No request to assemble for: the call goes as it is.
+      if (publish && user && conv) publisher.schedule(user, conv, messages, { conversationId: conv });
+      return { ...params, providerOptions: withoutRecall(params.providerOptions) };
+    }
     if (!user || !conv) {
       answer = fallback(messages, { system, tools, budget, logger, what: "the call" }, "it names no recall user or conversation (set providerOptions.recall.userId and .conversationId, or give recallMiddleware userId and conversationId)");
     } else {

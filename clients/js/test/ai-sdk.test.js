@@ -191,6 +191,10 @@ describe("toRecall and fromRecall", () => {
     const chat = messages.filter((m) => !m.type);
     assert.deepEqual(fromRecall(chat.slice(2), plan), [prompt[1], prompt[3], prompt[4], prompt[5], prompt[6]]);
     assert.deepEqual(fromRecall(chat.slice(4), plan), [prompt[1], prompt[6]]);
+    // One after the request stays after it.
+    const trailing = [...prompt, { role: "system", content: "Answer in French." }];
+    const t = toRecall(trailing);
+    assert.deepEqual(fromRecall(t.messages.filter((m) => !m.type).slice(4), t.plan), [prompt[1], prompt[6], trailing[7]]);
   });
 
   test("a json result recall compacted stays json; shortened prose replaces the text", () => {
@@ -375,6 +379,25 @@ describe("recallMiddleware when recall fails", () => {
     await generateText({ model: wrapLanguageModel({ model: mock, middleware }), messages: prompt, headers: { "x-user": "u-9", "x-conversation": "c-9" } });
     assert.deepEqual(seen, [["u-9", "c-9"]]);
     assert.deepEqual(mock.doGenerateCalls[0].prompt.map(({ role, content }) => ({ role, content })), [{ role: "user", content: [{ type: "text", text: "hello" }] }]);
+  });
+
+  test("a prompt with no user message goes to the model as it is", async () => {
+    const client = {
+      async context() {
+        throw new Error("not asked");
+      },
+      async publishEvent() {
+        return { stream_seq: 1, duplicate: false };
+      },
+    };
+    const warnings = [];
+    const middleware = recallMiddleware({ client, logger: { warn: (m) => warnings.push(m) } });
+    const prompt = [{ role: "system", content: "Greet the user." }];
+    const params = { prompt, providerOptions: { recall: { userId: "u", conversationId: "c" }, openai: { store: false } } };
+    const got = await middleware.transformParams({ type: "generate", params });
+    assert.equal(got.prompt, prompt);
+    assert.deepEqual(got.providerOptions, { openai: { store: false } });
+    assert.deepEqual(warnings, []);
   });
 
   test("a bad budget is refused when the middleware is made", () => {
