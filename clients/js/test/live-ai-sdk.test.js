@@ -53,6 +53,15 @@ function tokens(prompt) {
 const textOf = (m) => (typeof m.content === "string" ? m.content : m.content.filter((p) => p.type === "text").map((p) => p.text).join("\n"));
 
 
+// caughtUp waits until recall has read the conversation up to its newest
+// request: the mock model answers at once, and a test of what reaches the
+// model at the last turn must not race recall's worker, which a real model
+// gives seconds per turn.
+async function caughtUp(middleware, k, messages) {
+  await middleware.flush();
+  await service().waitFor(k.userId, k.conversationId, messages.findLastIndex((m) => m.role === "user"), { timeoutMs: 30_000 });
+}
+
 // recorder is a middleware that keeps the prompt each call had before
 // recall's: put it first, and it sees what the SDK sent.
 function recorder() {
@@ -80,6 +89,7 @@ describe("recallMiddleware against recall", () => {
     const model = wrapLanguageModel({ model: mock, middleware: [before, middleware] });
     const messages = [];
     for (const t of turns) {
+      if (t === turns.at(-1)) await caughtUp(middleware, k, messages);
       messages.push({ role: "user", content: t.user });
       const result = await generateText({ model, system: SYSTEM, messages, providerOptions: { recall: k } });
       messages.push(...result.response.messages);
@@ -216,6 +226,7 @@ describe("recallMiddleware against recall", () => {
     const model = wrapLanguageModel({ model: mock, middleware });
     const messages = [];
     for (const t of turns) {
+      if (t === turns.at(-1)) await caughtUp(middleware, k, messages);
       messages.push({ role: "user", content: t.user });
       const result = streamText({ model, system: SYSTEM, messages, providerOptions: { recall: k } });
       let text = "";

@@ -43,6 +43,16 @@ function tokens(items) {
 
 const textOf = (it) => (typeof it.content === "string" ? it.content : it.content.map((p) => p.text ?? "").join("\n"));
 
+// caughtUp waits until recall has read the session up to its newest
+// request: the fake model answers at once, and a test of what reaches the
+// model at the last turn must not race recall's worker, which a real model
+// gives seconds per turn.
+async function caughtUp(session) {
+  await session.flush();
+  const items = await session.allItems();
+  await service().waitFor(session.userId, await session.getSessionId(), items.findLastIndex((it) => it.role === "user"), { timeoutMs: 30_000 });
+}
+
 // scripted is a Model whose answers come from a script, one per request,
 // and which records each request's input.
 function scripted(answer) {
@@ -80,6 +90,7 @@ describe("recallSession against recall", () => {
       onPrompt: (info) => infos.push(info),
     });
     for (const t of turns) {
+      if (t === turns.at(-1)) await caughtUp(session);
       const result = await run(agent, t.user, { session });
       assert.equal(result.finalOutput, t.assistant);
     }
@@ -152,6 +163,7 @@ describe("recallSession against recall", () => {
     const infos = [];
     const session = recallSession({ url: env.RECALL_API_URL, token: env.RECALL_TOKEN, ...k, budget: 2500, onPrompt: (i) => infos.push(i) });
     for (const t of turns) {
+      if (t === turns.at(-1)) await caughtUp(session);
       const result = await run(agent, t.user, { session, stream: true });
       let text = "";
       for await (const delta of result.toTextStream()) text += delta;
