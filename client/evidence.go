@@ -77,6 +77,9 @@ type Entry struct {
 	// MaybeChangedBy is the message index of a later entry, shown beside
 	// this one, that may correct it; 0 otherwise.
 	MaybeChangedBy int `json:"maybe_changed_by,omitempty"`
+	// Cut is, for a clause cut out of a longer sentence, the sides on which
+	// the sentence goes on: "before", "after" or "both"; "" otherwise.
+	Cut string `json:"cut,omitempty"`
 }
 
 // EvidenceOptions are the optional parameters of Evidence.

@@ -15,23 +15,42 @@ import (
 	"github.com/recallhq/recall/evidence"
 )
 
-// Fitting the scorer. The view's weights are fitted on development data
-// in two stages, both reproducible (no randomness, sets and fixtures in
-// order):
+// Fitting the scorer. The view's table is fitted on development data in
+// three stages, each reproducible (no randomness, sets and fixtures in
+// order), from one fold of each conversation that records what its
+// extractions read (evidence.FoldTrace):
 //
+//  0. The corrections' weights: a logistic regression of whether a newer
+//     statement of the user gives what an older entry says a new value (a
+//     fixture's superseded pair) on the pair's features, over every pair
+//     the extractions read (evidence.Pair), each set weighing the same, its
+//     pairs that are corrections half of it.
 //  1. The features' weights: a logistic regression of whether an archive
 //     entry holds a fact the fixture says a later request needs (a required
-//     fact, a probe's fact) on the entry's features (evidence.Vector), each
-//     set weighing the same, its positive and negative entries half each.
+//     fact, a probe's fact, a correction's words) on the entry's features
+//     (evidence.Vector), each conversation weighing the same within its set
+//     and each set the same, its positive and negative entries half each.
 //  2. The balance of the view for each kind of request (a question, an
-//     instruction): the shares of its room, searched one value at a time
-//     over a grid, for the mean over the sets of their probe recall (and
-//     retention, where a set has required facts), scored on the views
-//     chosen with the weights of stage 1.
+//     instruction) and the corrections' thresholds: each searched one value
+//     at a time over a grid, for the objective, scored on the views chosen
+//     for the fixtures' requests, folded with the weights of stages 0 and 1.
 //
-// Cross-validation leaves one set out at a time: the weights fitted on the
-// others score it. A weight that helps only one set shows up there as a
-// cross-validated figure below the fitted one.
+// The objective is the mean over sets of their probe recall (and
+// retention, where a set has required facts), less stalePenalty for each
+// corrected fact shown without its correction and keptPenalty for each
+// shown at all, as shares of the set's corrected facts.
+//
+// Cross-validation scores each conversation with a table fitted without
+// it, two ways: leaving one set out at a time (does the table carry to a
+// kind of data it has not seen?) and, within each set, k folds of its
+// conversations (what a user can expect on a new conversation of a kind
+// the table has seen). Stages 0 and 1 are fitted again without the left-out
+// conversations; their views are chosen anew from the candidates the full
+// fit's folds read, each candidate's chance recomputed from its features
+// with the table fitted without them (the candidates, the corrections'
+// links and the balances stay the full fit's). The report gives beside
+// them the full fit's figures scored the same way (candidates fixed), so
+// that the difference is the table's alone.
 
 // FitSet is one set of fixtures, fitted on as a whole.
 type FitSet struct {
@@ -50,6 +69,12 @@ type SetFigures struct {
 	Required    int     `json:"required"`
 	Retained    int     `json:"retained"`
 	Retention   float64 `json:"retention"`
+	// Superseded counts the corrected facts of the set's last requests,
+	// Kept those still shown and Stale those shown without the words that
+	// correct them.
+	Superseded int `json:"superseded"`
+	Kept       int `json:"kept"`
+	Stale      int `json:"stale"`
 }
 
 // FitReport is what Fit found.
@@ -58,21 +83,31 @@ type FitReport struct {
 	Weights *evidence.Weights `json:"-"`
 	// Sets names the sets, in order.
 	Sets []string `json:"sets"`
+	// Folds is k of the k-fold cross-validation within each set.
+	Folds int `json:"folds"`
 	// Entries and Positives count the archive entries stage 1 was fitted on
-	// and those that hold a needed fact.
-	Entries   int `json:"entries"`
-	Positives int `json:"positives"`
+	// and those that hold a needed fact; Pairs and Corrections the pairs
+	// stage 0 was fitted on and those that are corrections.
+	Entries     int `json:"entries"`
+	Positives   int `json:"positives"`
+	Pairs       int `json:"pairs"`
+	Corrections int `json:"corrections"`
 	// Before are each set's figures with the table the fit started from
 	// (the one recall scored with), Fitted with the table fitted on every
-	// set, CrossValidated with the table fitted on every other set.
-	Before         []SetFigures `json:"before"`
-	Fitted         []SetFigures `json:"fitted"`
-	CrossValidated []SetFigures `json:"cross_validated"`
+	// set. Fixed are the fitted table's figures with the candidates held
+	// fixed, as the cross-validations score them; KFold each set's with its
+	// conversations scored by tables fitted without them, SetOut with the
+	// table fitted on every other set.
+	Before []SetFigures `json:"before"`
+	Fitted []SetFigures `json:"fitted"`
+	Fixed  []SetFigures `json:"fixed"`
+	KFold  []SetFigures `json:"k_fold"`
+	SetOut []SetFigures `json:"set_out"`
 }
 
 // The fit's settings, set by hand.
 const (
-	// fitL2 is the ridge of the regression: it keeps a weight finite where
+	// fitL2 is the ridge of the regressions: it keeps a weight finite where
 	// a feature never fires in the data, and is small against the sets'
 	// total weight of one each.
 	fitL2 = 0.01
@@ -81,6 +116,13 @@ const (
 	// minFactBytes: an entry shorter than this that a fact's text holds
 	// is not counted as holding the fact (a word or two of it).
 	minFactBytes = 16
+	// DefaultFolds is k of the k-fold cross-validation within each set.
+	DefaultFolds = 5
+	// stalePenalty and keptPenalty weigh, in the objective, the share of a
+	// set's corrected facts shown without their correction (which the
+	// contract forbids) and shown at all.
+	stalePenalty = 0.25
+	keptPenalty  = 0.05
 )
 
 // balanceGrid is the values stage 2 tries for each part of a balance.
@@ -103,114 +145,205 @@ var balanceGrid = []struct {
 	{"frame", []float64{300, 1000, 3000}, func(b *evidence.Balance) *float64 { return &b.Frame }},
 }
 
-// Fit fits the view's weights on sets, starting from start (nil: the table
-// recall scores with), and cross-validates them leaving one set out at a
-// time. Every set must have probes.
-func Fit(sets []FitSet, start *evidence.Weights) (*FitReport, error) {
+// thresholdGrid is the values stage 2 tries for the corrections'
+// thresholds (a pair's chance; Sure never below Maybe).
+var thresholdGrid = []struct {
+	name   string
+	values []float64
+	field  func(c *evidence.CorrectionWeights) *float64
+}{
+	{"maybe", []float64{0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 1}, func(c *evidence.CorrectionWeights) *float64 { return &c.Maybe }},
+	{"sure", []float64{0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 1}, func(c *evidence.CorrectionWeights) *float64 { return &c.Sure }},
+}
+
+// conv is one conversation of a fit: what its traced fold read, and its
+// view cases.
+type conv struct {
+	set, fold int
+	samples   []sample
+	pairs     []pairSample
+	// updates holds, for each sample with pairs, the indexes of its pairs
+	// (its FeatUpdate is their best chance).
+	updates map[int][]int
+	// vectors are the samples' features by entry (index, span start).
+	vectors map[[2]int]int
+	cases   []viewCase
+}
+
+// sample is one archive entry: its features, and whether it holds a
+// needed fact.
+type sample struct {
+	x        evidence.Vector
+	positive bool
+}
+
+// pairSample is one pair an extraction read: its features, and whether it
+// is a fixture's correction.
+type pairSample struct {
+	x        evidence.PairVector
+	positive bool
+}
+
+// Fit fits the view's table on sets, starting from start (nil: the table
+// recall scores with), and cross-validates it leaving one set out at a
+// time and in folds k-fold within each set (0: DefaultFolds). Every set
+// must have probes and at least folds conversations.
+func Fit(sets []FitSet, start *evidence.Weights, folds int) (*FitReport, error) {
 	if len(sets) == 0 {
 		return nil, errors.New("no sets to fit on")
+	}
+	if folds <= 0 {
+		folds = DefaultFolds
 	}
 	if start == nil {
 		start = evidence.FittedWeights()
 	}
-	r := &FitReport{}
-	samples := make([][]sample, len(sets))
-	for i, s := range sets {
+	r := &FitReport{Folds: folds}
+	var convs []*conv
+	for i := range sets {
+		s := &sets[i]
 		if len(s.Fixtures) == 0 {
 			return nil, fmt.Errorf("set %s: %w", s.Name, ErrNoFixtures)
 		}
-		probes := 0
+		probes, n := 0, 0
 		for _, f := range s.Fixtures {
 			for _, c := range f.convs {
 				probes += len(c.probes)
+				n++
 			}
 		}
 		if probes == 0 {
 			return nil, fmt.Errorf("set %s: no probes: a set is fitted and scored on what its probes need", s.Name)
 		}
+		if n < folds {
+			return nil, fmt.Errorf("set %s: %d conversations, fewer than the %d folds asked for: each fold must hold one", s.Name, n, folds)
+		}
 		r.Sets = append(r.Sets, s.Name)
-		var err error
-		if samples[i], err = setSamples(&s); err != nil {
+	}
+	// The traced folds: the pairs and entries of every conversation.
+	for i := range sets {
+		cs, err := traceSet(&sets[i], i, start, folds)
+		if err != nil {
 			return nil, err
 		}
-		for _, x := range samples[i] {
+		if !slices.ContainsFunc(cs, func(c *conv) bool { return hasPositive(c.samples) }) {
+			return nil, fmt.Errorf("set %s: no entry holds a needed fact", sets[i].Name)
+		}
+		convs = append(convs, cs...)
+	}
+	for _, c := range convs {
+		for _, x := range c.samples {
 			r.Entries++
 			if x.positive {
 				r.Positives++
 			}
 		}
-	}
-	fit := func(use []int) (*evidence.Weights, error) {
-		w := *start
-		feats, err := regress(samples, use, &start.Features)
-		if err != nil {
-			return nil, err
-		}
-		w.Features = feats
-		cases := make([][]viewCase, len(sets))
-		for _, i := range use {
-			if cases[i], err = setCases(&sets[i], &w); err != nil {
-				return nil, err
+		for _, p := range c.pairs {
+			r.Pairs++
+			if p.positive {
+				r.Corrections++
 			}
 		}
-		searchBalance(&w, cases, use)
-		return &w, nil
 	}
-	all := make([]int, len(sets))
-	for i := range sets {
-		all[i] = i
-	}
-	w, err := fit(all)
+	all := func(*conv) bool { return true }
+	// Stages 0 and 1 on every conversation, then stage 2 on views folded
+	// with them.
+	w, err := fitTable(convs, all, start)
 	if err != nil {
 		return nil, err
 	}
+	for i := range sets {
+		var cs []*conv
+		for _, c := range convs {
+			if c.set == i {
+				cs = append(cs, c)
+			}
+		}
+		if err := setCases(&sets[i], cs, w); err != nil {
+			return nil, err
+		}
+	}
+	searchBalance(w, convs, len(sets))
 	r.Weights = w
 	for i := range sets {
 		before, err := scoreSet(&sets[i], start)
 		if err != nil {
 			return nil, err
 		}
-		after, err := scoreSet(&sets[i], w)
-		if err != nil {
-			return nil, err
-		}
-		r.Before, r.Fitted = append(r.Before, before), append(r.Fitted, after)
-		var cv SetFigures
-		if len(sets) > 1 {
-			others := slices.Delete(slices.Clone(all), i, i+1)
-			wo, err := fit(others)
+		r.Before = append(r.Before, before)
+	}
+	r.Fitted = fixedFigures(convs, len(sets), w, nil, sets)
+	// Cross-validation, candidates fixed.
+	fixed := make(map[*conv]*evidence.Weights)
+	for _, c := range convs {
+		fixed[c] = w
+	}
+	r.Fixed = fixedFigures(convs, len(sets), w, fixed, sets)
+	kfold := make(map[*conv]*evidence.Weights)
+	for i := range sets {
+		for f := range folds {
+			out := func(c *conv) bool { return !(c.set == i && c.fold == f) }
+			wf, err := fitTable(convs, out, w)
 			if err != nil {
 				return nil, err
 			}
-			if cv, err = scoreSet(&sets[i], wo); err != nil {
-				return nil, err
+			copyView(wf, w)
+			for _, c := range convs {
+				if !out(c) {
+					kfold[c] = wf
+				}
 			}
-		} else {
-			cv = after // one set: nothing to leave out
 		}
-		r.CrossValidated = append(r.CrossValidated, cv)
 	}
+	r.KFold = fixedFigures(convs, len(sets), w, kfold, sets)
+	setOut := make(map[*conv]*evidence.Weights)
+	for i := range sets {
+		if len(sets) == 1 {
+			for _, c := range convs {
+				setOut[c] = w // one set: nothing to leave out
+			}
+			break
+		}
+		out := func(c *conv) bool { return c.set != i }
+		wo, err := fitTable(convs, out, w)
+		if err != nil {
+			return nil, err
+		}
+		copyView(wo, w)
+		for _, c := range convs {
+			if !out(c) {
+				setOut[c] = wo
+			}
+		}
+	}
+	r.SetOut = fixedFigures(convs, len(sets), w, setOut, sets)
 	return r, nil
 }
 
-// sample is one archive entry: its features, whether it holds a needed
-// fact, and how much it weighs in the regression.
-type sample struct {
-	x        evidence.Vector
-	positive bool
-	weight   float64
+// copyView gives w the balances and thresholds of from: what a
+// cross-validation keeps of the full fit.
+func copyView(w, from *evidence.Weights) {
+	w.Question, w.Statement = from.Question, from.Statement
+	w.Corrections.Maybe, w.Corrections.Sure = from.Corrections.Maybe, from.Corrections.Sure
 }
 
-// setSamples returns the archive entries of every conversation of s, with
-// their features and labels, weighed so that each conversation of the set
-// weighs the same, its positive entries one half and its negative ones the
-// other: the view ranks a conversation's entries against each other.
-func setSamples(s *FitSet) ([]sample, error) {
-	var out []sample
-	convs := 0
+func hasPositive(samples []sample) bool {
+	return slices.ContainsFunc(samples, func(x sample) bool { return x.positive })
+}
+
+// traceSet folds every conversation of s once, with the table start, and
+// returns what each fold read: the pairs, labelled by the fixture's
+// corrections, and the entries, labelled by the facts its requests need,
+// the conversations numbered into folds in order.
+func traceSet(s *FitSet, set int, start *evidence.Weights, folds int) ([]*conv, error) {
+	var out []*conv
+	n := 0
 	for fi := range s.Fixtures {
 		for ci := range s.Fixtures[fi].convs {
 			c := &s.Fixtures[fi].convs[ci]
+			cv := &conv{set: set, fold: n % folds, updates: make(map[int][]int), vectors: make(map[[2]int]int)}
+			n++
+			out = append(out, cv)
 			k := evidence.NewestRequest(c.messages)
 			if k <= 0 {
 				continue
@@ -228,37 +361,32 @@ func setSamples(s *FitSet) ([]sample, error) {
 			for _, sc := range c.superseded {
 				facts, old = append(facts, sc.By), append(old, sc.Text)
 			}
-			var carry evidence.Carry
-			items, vs := evidence.ExtractFeatures(c.messages[:k], 0, &carry, nil)
-			first, pos := len(out), 0
-			for i := range items {
-				e := items[i].Excerpt
-				x := sample{x: vs[i], positive: holdsFact(e, facts) && !holdsFact(e, old)}
-				if x.positive {
-					pos++
-				}
-				out = append(out, x)
-			}
-			neg := len(out) - first - pos
-			if pos == 0 || neg == 0 {
-				out = out[:first]
-				continue
-			}
-			convs++
-			for i := first; i < len(out); i++ {
-				if out[i].positive {
-					out[i].weight = 0.5 / float64(pos)
-				} else {
-					out[i].weight = 0.5 / float64(neg)
-				}
+			newer := make(map[[2]int][]int) // the pairs of each newer entry
+			err := evidence.FoldTrace(c.messages[:k+1], &evidence.Config{Weights: start},
+				func(p evidence.Pair) {
+					positive := false
+					for _, sc := range c.superseded {
+						if holdsFact(p.Older.Excerpt, []string{sc.Text}) && holdsFact(p.Newer.Excerpt, []string{sc.By}) {
+							positive = true
+						}
+					}
+					key := [2]int{p.Newer.Index, p.Newer.Span[0]}
+					newer[key] = append(newer[key], len(cv.pairs))
+					cv.pairs = append(cv.pairs, pairSample{x: p.X, positive: positive})
+				},
+				func(it evidence.Item, v evidence.Vector) {
+					key := [2]int{it.Index, it.Span[0]}
+					cv.vectors[key] = len(cv.samples)
+					if ps := newer[key]; len(ps) > 0 {
+						cv.updates[len(cv.samples)] = ps
+					}
+					e := it.Excerpt
+					cv.samples = append(cv.samples, sample{x: v, positive: holdsFact(e, facts) && !holdsFact(e, old)})
+				})
+			if err != nil {
+				return nil, fmt.Errorf("fixture %s: %s: %w", s.Fixtures[fi].Name, c.key, err)
 			}
 		}
-	}
-	if convs == 0 {
-		return nil, fmt.Errorf("set %s: no entry holds a needed fact", s.Name)
-	}
-	for i := range out {
-		out[i].weight /= float64(convs)
 	}
 	return out, nil
 }
@@ -274,36 +402,156 @@ func holdsFact(excerpt string, facts []string) bool {
 	return false
 }
 
-// regress fits the features' weights by a ridge logistic regression over
-// the samples of the sets use, by Newton's method from start.
-func regress(samples [][]sample, use []int, start *[evidence.NumFeatures]float64) ([evidence.NumFeatures]float64, error) {
-	const n = int(evidence.NumFeatures)
+// fitTable fits stages 0 and 1 on the conversations use picks, from start,
+// and returns the table with start's balances and thresholds.
+func fitTable(convs []*conv, use func(*conv) bool, start *evidence.Weights) (*evidence.Weights, error) {
 	w := *start
-	for range fitIterations {
-		var g [n]float64
-		var h [n][n]float64
-		nz := make([]int, 0, n)
-		for _, si := range use {
-			for k := range samples[si] {
-				s := &samples[si][k]
-				p := 1 / (1 + math.Exp(-s.x.Dot(&w)))
-				y := 0.0
+	// Stage 0: each set with corrections weighs the same, its corrections
+	// half of it. A pair's chance is then not the share of such pairs that
+	// are corrections (they are few among many), but it orders the pairs,
+	// and the thresholds are fitted on it.
+	var xs [][]float64
+	var ys []bool
+	var ws []float64
+	for _, cs := range bySet(convs, use) {
+		pos, neg := 0, 0
+		for _, c := range cs {
+			for _, p := range c.pairs {
+				if p.positive {
+					pos++
+				} else {
+					neg++
+				}
+			}
+		}
+		if pos == 0 || neg == 0 {
+			continue
+		}
+		for _, c := range cs {
+			for _, p := range c.pairs {
+				wt := 0.5 / float64(neg)
+				if p.positive {
+					wt = 0.5 / float64(pos)
+				}
+				xs, ys, ws = append(xs, p.x[:]), append(ys, p.positive), append(ws, wt)
+			}
+		}
+	}
+	if len(xs) > 0 {
+		pw, err := regress(xs, ys, ws, start.Corrections.Features[:])
+		if err != nil {
+			return nil, fmt.Errorf("corrections: %w", err)
+		}
+		copy(w.Corrections.Features[:], pw)
+	}
+	// Stage 1, with each entry's update chance by the weights of stage 0.
+	xs, ys, ws = nil, nil, nil
+	for _, cs := range bySet(convs, use) {
+		var kept []*conv
+		for _, c := range cs {
+			if pos := countPositive(c.samples); pos > 0 && pos < len(c.samples) {
+				kept = append(kept, c)
+			}
+		}
+		for _, c := range kept {
+			pos := countPositive(c.samples)
+			neg := len(c.samples) - pos
+			for i, s := range c.samples {
+				x := c.update(i, &w)
+				wt := 0.5 / float64(neg)
 				if s.positive {
-					y = 1
+					wt = 0.5 / float64(pos)
 				}
-				d, c := s.weight*(p-y), s.weight*p*(1-p)
-				nz = nz[:0]
-				for i := range n {
-					if s.x[i] != 0 {
-						nz = append(nz, i)
-					}
+				xs, ys, ws = append(xs, x[:]), append(ys, s.positive), append(ws, wt/float64(len(kept)))
+			}
+		}
+	}
+	if len(xs) == 0 {
+		return nil, errors.New("no entry holds a needed fact")
+	}
+	fw, err := regress(xs, ys, ws, start.Features[:])
+	if err != nil {
+		return nil, err
+	}
+	copy(w.Features[:], fw)
+	return &w, nil
+}
+
+// update returns sample i's features with its update chance by w's
+// corrections.
+func (c *conv) update(i int, w *evidence.Weights) evidence.Vector {
+	x := c.samples[i].x
+	best := 0.0
+	for _, p := range c.updates[i] {
+		best = max(best, 1/(1+math.Exp(-c.pairs[p].x.Dot(&w.Corrections.Features))))
+	}
+	x[evidence.FeatUpdate] = best
+	return x
+}
+
+func countPositive(samples []sample) int {
+	n := 0
+	for _, s := range samples {
+		if s.positive {
+			n++
+		}
+	}
+	return n
+}
+
+// bySet groups the conversations use picks by set, in order.
+func bySet(convs []*conv, use func(*conv) bool) [][]*conv {
+	var out [][]*conv
+	for _, c := range convs {
+		if !use(c) {
+			continue
+		}
+		for len(out) <= c.set {
+			out = append(out, nil)
+		}
+		out[c.set] = append(out[c.set], c)
+	}
+	return out
+}
+
+// regress fits weights by a ridge logistic regression of ys on xs, each
+// sample weighing ws, by Newton's method from start.
+func regress(xs [][]float64, ys []bool, ws []float64, start []float64) ([]float64, error) {
+	n := len(start)
+	w := slices.Clone(start)
+	g := make([]float64, n)
+	h := make([][]float64, n)
+	for i := range h {
+		h[i] = make([]float64, n)
+	}
+	nz := make([]int, 0, n)
+	for range fitIterations {
+		clear(g)
+		for i := range h {
+			clear(h[i])
+		}
+		for k, x := range xs {
+			s := 0.0
+			for i, v := range x {
+				s += v * w[i]
+			}
+			p := 1 / (1 + math.Exp(-s))
+			y := 0.0
+			if ys[k] {
+				y = 1
+			}
+			d, c := ws[k]*(p-y), ws[k]*p*(1-p)
+			nz = nz[:0]
+			for i, v := range x {
+				if v != 0 {
+					nz = append(nz, i)
 				}
-				for _, i := range nz {
-					g[i] += d * s.x[i]
-					ci := c * s.x[i]
-					for _, j := range nz {
-						h[i][j] += ci * s.x[j]
-					}
+			}
+			for _, i := range nz {
+				g[i] += d * x[i]
+				ci := c * x[i]
+				for _, j := range nz {
+					h[i][j] += ci * x[j]
 				}
 			}
 		}
@@ -327,9 +575,10 @@ func regress(samples [][]sample, use []int, start *[evidence.NumFeatures]float64
 	return w, nil
 }
 
-// solve solves h·x = g by Gaussian elimination with partial pivoting.
-func solve(h [evidence.NumFeatures][evidence.NumFeatures]float64, g [evidence.NumFeatures]float64) ([evidence.NumFeatures]float64, error) {
-	const n = int(evidence.NumFeatures)
+// solve solves h·x = g by Gaussian elimination with partial pivoting; it
+// changes h and g.
+func solve(h [][]float64, g []float64) ([]float64, error) {
+	n := len(g)
 	for col := range n {
 		pivot := col
 		for r := col + 1; r < n; r++ {
@@ -350,7 +599,7 @@ func solve(h [evidence.NumFeatures][evidence.NumFeatures]float64, g [evidence.Nu
 			g[r] -= f * g[col]
 		}
 	}
-	var x [evidence.NumFeatures]float64
+	x := make([]float64, n)
 	for r := n - 1; r >= 0; r-- {
 		s := g[r]
 		for c := r + 1; c < n; c++ {
@@ -363,24 +612,34 @@ func solve(h [evidence.NumFeatures][evidence.NumFeatures]float64, g [evidence.Nu
 
 // viewCase is one request whose view a fit scores: its candidates and
 // query, and the facts its view should hold (a probe's facts, or, for the
-// last request, the required facts).
+// last request, the required facts and the corrected ones).
 type viewCase struct {
-	c        *evidence.Candidates
-	q        *evidence.Query
-	asks     bool
-	facts    []string
-	required bool // facts are required facts (retention), not a probe's
+	c          *evidence.Candidates
+	q          *evidence.Query
+	asks       bool
+	facts      []string
+	required   bool // facts are required facts (retention), not a probe's
+	superseded []Correction
 }
 
-// setCases folds every conversation of s with the weights w, and returns the
-// view cases of its probes and of its last request.
-func setCases(s *FitSet, w *evidence.Weights) ([]viewCase, error) {
+// caseHits is what one case's view holds.
+type caseHits struct {
+	hits, kept, stale int
+}
+
+// setCases folds every conversation of s with the weights w, and sets the
+// view cases of its probes and of its last request on cs, s's
+// conversations in order.
+func setCases(s *FitSet, cs []*conv, w *evidence.Weights) error {
 	cfg := &evidence.Config{Weights: w}
-	var out []viewCase
+	n := 0
 	for fi := range s.Fixtures {
 		f := &s.Fixtures[fi]
 		for ci := range f.convs {
 			c := &f.convs[ci]
+			cv := cs[n]
+			n++
+			cv.cases = nil
 			at := make(map[int][]string)
 			var order []int
 			for _, p := range c.probes {
@@ -390,7 +649,7 @@ func setCases(s *FitSet, w *evidence.Weights) ([]viewCase, error) {
 				at[p.index] = append(at[p.index], p.Facts...)
 			}
 			last := evidence.NewestRequest(c.messages)
-			if len(c.required) > 0 && last > 0 {
+			if (len(c.required) > 0 || len(c.superseded) > 0) && last > 0 {
 				if _, ok := at[last]; !ok {
 					order = append(order, last)
 				}
@@ -400,40 +659,48 @@ func setCases(s *FitSet, w *evidence.Weights) ([]viewCase, error) {
 			for _, i := range order {
 				next, outcome, err := evidence.Fold(st, c.messages[:i+1], cfg)
 				if err != nil {
-					return nil, fmt.Errorf("fixture %s: %s: fold at message %d: %w", f.Name, c.key, i, err)
+					return fmt.Errorf("fixture %s: %s: fold at message %d: %w", f.Name, c.key, i, err)
 				}
 				if outcome != checkpoint.Applied && outcome != checkpoint.NothingToSummarise {
-					return nil, fmt.Errorf("fixture %s: %s: fold at message %d: %s", f.Name, c.key, i, outcome)
+					return fmt.Errorf("fixture %s: %s: fold at message %d: %s", f.Name, c.key, i, outcome)
 				}
 				st = next
 				cands, q := st.Candidates(evidence.RequestText(&c.messages[i]))
 				asks := q.Asks()
 				if facts := at[i]; len(facts) > 0 {
-					out = append(out, viewCase{c: cands, q: q, asks: asks, facts: facts})
+					cv.cases = append(cv.cases, viewCase{c: cands, q: q, asks: asks, facts: facts})
 				}
-				if i == last && len(c.required) > 0 {
+				if i == last && (len(c.required) > 0 || len(c.superseded) > 0) {
 					var facts []string
 					for _, r := range c.required {
 						facts = append(facts, r.Text)
 					}
-					out = append(out, viewCase{c: cands, q: q, asks: asks, facts: facts, required: true})
+					cv.cases = append(cv.cases, viewCase{c: cands, q: q, asks: asks, facts: facts, required: true, superseded: c.superseded})
 				}
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// hits returns how many of the case's facts the view chosen with w holds.
-func (vc *viewCase) hits(w *evidence.Weights) int {
+// hits returns what the view chosen for the case with w holds.
+func (vc *viewCase) hits(w *evidence.Weights) caseHits {
 	v := evidence.SelectViewWith(vc.c, vc.q, evidence.DefaultMaxTokens, w)
-	n := 0
+	var h caseHits
 	for _, fact := range vc.facts {
 		if viewHolds(&v, fact) {
-			n++
+			h.hits++
 		}
 	}
-	return n
+	for _, sc := range vc.superseded {
+		if viewHolds(&v, sc.Text) {
+			h.kept++
+			if !viewHolds(&v, sc.By) {
+				h.stale++
+			}
+		}
+	}
+	return h
 }
 
 func viewHolds(v *evidence.View, fact string) bool {
@@ -446,15 +713,18 @@ func viewHolds(v *evidence.View, fact string) bool {
 }
 
 // figures adds up the cases' hits into a set's figures.
-func figures(name string, cases []viewCase, hits []int) SetFigures {
+func figures(name string, cases []*viewCase, hits []caseHits) SetFigures {
 	f := SetFigures{Set: name}
 	for i, vc := range cases {
 		if vc.required {
 			f.Required += len(vc.facts)
-			f.Retained += hits[i]
+			f.Retained += hits[i].hits
+			f.Superseded += len(vc.superseded)
+			f.Kept += hits[i].kept
+			f.Stale += hits[i].stale
 		} else {
 			f.ProbeFacts += len(vc.facts)
-			f.ProbeHits += hits[i]
+			f.ProbeHits += hits[i].hits
 		}
 	}
 	f.ProbeRecall = ratio(f.ProbeHits, f.ProbeFacts)
@@ -470,7 +740,8 @@ func ratio(n, d int) float64 {
 }
 
 // objective is what stage 2 maximises: the mean over sets of their probe
-// recall and, where a set has required facts, its retention.
+// recall and, where a set has required facts, its retention, less the
+// penalties for the corrected facts shown.
 func objective(fs []SetFigures) float64 {
 	s := 0.0
 	for _, f := range fs {
@@ -479,26 +750,50 @@ func objective(fs []SetFigures) float64 {
 		} else {
 			s += f.ProbeRecall
 		}
+		if f.Superseded > 0 {
+			s -= (stalePenalty*float64(f.Stale) + keptPenalty*float64(f.Kept)) / float64(f.Superseded)
+		}
 	}
 	return s / float64(max(len(fs), 1))
 }
 
-// searchBalance sets w's balances to those of the grid that score best on
-// the cases of the sets use, one part at a time, twice over.
-func searchBalance(w *evidence.Weights, cases [][]viewCase, use []int) {
-	hits := make([][]int, len(cases))
-	for _, i := range use {
-		hits[i] = make([]int, len(cases[i]))
-		allHits(cases[i], w, hits[i], func(*viewCase) bool { return true })
-	}
-	score := func(h [][]int) float64 {
-		var fs []SetFigures
-		for _, i := range use {
-			fs = append(fs, figures("", cases[i], h[i]))
+// allCases returns the cases of convs, and each case's set.
+func allCases(convs []*conv) ([]*viewCase, []int) {
+	var cases []*viewCase
+	var sets []int
+	for _, c := range convs {
+		for i := range c.cases {
+			cases = append(cases, &c.cases[i])
+			sets = append(sets, c.set)
 		}
-		return objective(fs)
+	}
+	return cases, sets
+}
+
+// searchBalance sets w's balances and thresholds to those of the grids
+// that score best on the cases of convs, one part at a time, twice over.
+func searchBalance(w *evidence.Weights, convs []*conv, nsets int) {
+	cases, sets := allCases(convs)
+	hits := make([]caseHits, len(cases))
+	allHits(cases, w, hits, func(*viewCase) bool { return true })
+	score := func(h []caseHits) float64 {
+		return objective(setFigures(cases, sets, h, nsets, nil))
 	}
 	best := score(hits)
+	try := func(field *float64, v float64, pick func(*viewCase) bool) {
+		old := *field
+		if v == old {
+			return
+		}
+		*field = v
+		h := slices.Clone(hits)
+		allHits(cases, w, h, pick)
+		if s := score(h); s > best+1e-9 {
+			best, hits = s, h
+		} else {
+			*field = old
+		}
+	}
 	for range 2 {
 		for _, asks := range []bool{true, false} {
 			bal := &w.Statement
@@ -509,74 +804,155 @@ func searchBalance(w *evidence.Weights, cases [][]viewCase, use []int) {
 				if part.name == "answer" && !asks || part.name == "answer_score" && !asks {
 					continue
 				}
-				field := part.field(bal)
 				for _, v := range part.values {
-					old := *field
-					if v == old {
-						continue
-					}
-					*field = v
-					try := make([][]int, len(cases))
-					for _, i := range use {
-						try[i] = slices.Clone(hits[i])
-						allHits(cases[i], w, try[i], func(vc *viewCase) bool { return vc.asks == asks })
-					}
-					if s := score(try); s > best+1e-9 {
-						best, hits = s, try
-					} else {
-						*field = old
-					}
+					try(part.field(bal), v, func(vc *viewCase) bool { return vc.asks == asks })
 				}
+			}
+		}
+		for _, part := range thresholdGrid {
+			for _, v := range part.values {
+				c := &w.Corrections
+				if part.name == "maybe" && v > c.Sure || part.name == "sure" && v < c.Maybe {
+					continue
+				}
+				try(part.field(c), v, func(*viewCase) bool { return true })
 			}
 		}
 	}
 }
 
-// scoreSet returns the figures of set s with the weights w.
+// setFigures adds up the hits of cases into each set's figures (named by
+// sets when not nil).
+func setFigures(cases []*viewCase, sets []int, hits []caseHits, nsets int, named []FitSet) []SetFigures {
+	out := make([]SetFigures, nsets)
+	for i := range nsets {
+		var cs []*viewCase
+		var hs []caseHits
+		for k, vc := range cases {
+			if sets[k] == i {
+				cs, hs = append(cs, vc), append(hs, hits[k])
+			}
+		}
+		name := ""
+		if named != nil {
+			name = named[i].Name
+		}
+		out[i] = figures(name, cs, hs)
+	}
+	return out
+}
+
+// fixedFigures returns each set's figures on the full fit's cases, each
+// conversation's views chosen with the table tables gives it (its chance
+// recomputed from the features of each candidate) and w's balances and
+// thresholds; with tables nil, as the fold chose them with w.
+func fixedFigures(convs []*conv, nsets int, w *evidence.Weights, tables map[*conv]*evidence.Weights, sets []FitSet) []SetFigures {
+	cases, setOf := allCases(convs)
+	hits := make([]caseHits, len(cases))
+	if tables == nil {
+		allHits(cases, w, hits, func(*viewCase) bool { return true })
+		return setFigures(cases, setOf, hits, nsets, sets)
+	}
+	k := 0
+	for _, c := range convs {
+		t := tables[c]
+		chance := func(it *evidence.Item) float64 {
+			i, ok := c.vectors[[2]int{it.Index, it.Span[0]}]
+			if !ok {
+				return float64(it.Weight) / evidence.MaxWeight
+			}
+			x := c.update(i, t)
+			return 1 / (1 + math.Exp(-x.Dot(&t.Features)))
+		}
+		for i := range c.cases {
+			vc := &c.cases[i]
+			vc.c.SetChance(chance)
+			hits[k] = vc.hits(w)
+			vc.c.SetChance(nil)
+			k++
+		}
+	}
+	return setFigures(cases, setOf, hits, nsets, sets)
+}
+
+// scoreSet returns the figures of set s with the table w, folded anew.
 func scoreSet(s *FitSet, w *evidence.Weights) (SetFigures, error) {
-	cases, err := setCases(s, w)
-	if err != nil {
+	cs := make([]*conv, 0)
+	for _, f := range s.Fixtures {
+		for range f.convs {
+			cs = append(cs, &conv{})
+		}
+	}
+	if err := setCases(s, cs, w); err != nil {
 		return SetFigures{}, err
 	}
-	hits := make([]int, len(cases))
+	cases, sets := allCases(cs)
+	hits := make([]caseHits, len(cases))
 	allHits(cases, w, hits, func(*viewCase) bool { return true })
-	return figures(s.Name, cases, hits), nil
+	f := setFigures(cases, sets, hits, 1, nil)[0]
+	f.Set = s.Name
+	return f, nil
 }
 
 // WriteTable writes the report: each set's probe recall and retention
-// before, fitted on every set, and cross-validated, then the weights.
+// before, fitted on every set, and cross-validated both ways, the
+// corrected facts shown, then the weights.
 func (r *FitReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "set\tprobe recall before\tfitted on all\tcross-validated\tretention before\tfitted on all\tcross-validated\t\n")
+	fmt.Fprintf(tw, "set\tfigure\tbefore\tfitted on all\tcandidates fixed\t%d-fold by conversation\tset left out\t\n", r.Folds)
 	cell := func(n, d int) string {
 		if d == 0 {
 			return ""
 		}
 		return fmt.Sprintf("%.1f%% (%d/%d)", 100*ratio(n, d), n, d)
 	}
+	stale := func(f SetFigures) string {
+		if f.Superseded == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%d / %d of %d", f.Kept, f.Stale, f.Superseded)
+	}
 	for i, name := range r.Sets {
-		b, f, c := r.Before[i], r.Fitted[i], r.CrossValidated[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, cell(b.ProbeHits, b.ProbeFacts), cell(f.ProbeHits, f.ProbeFacts), cell(c.ProbeHits, c.ProbeFacts),
-			cell(b.Retained, b.Required), cell(f.Retained, f.Required), cell(c.Retained, c.Required))
+		figs := []SetFigures{r.Before[i], r.Fitted[i], r.Fixed[i], r.KFold[i], r.SetOut[i]}
+		row := func(label string, f func(SetFigures) string) {
+			fmt.Fprintf(tw, "%s\t%s", name, label)
+			for _, x := range figs {
+				fmt.Fprintf(tw, "\t%s", f(x))
+			}
+			fmt.Fprint(tw, "\t\n")
+		}
+		row("probe recall", func(f SetFigures) string { return cell(f.ProbeHits, f.ProbeFacts) })
+		if r.Fitted[i].Required > 0 {
+			row("retention", func(f SetFigures) string { return cell(f.Retained, f.Required) })
+		}
+		if r.Fitted[i].Superseded > 0 {
+			row("corrected: kept / stale", stale)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nentries %d, of which hold a needed fact %d\n\nfeature weights:\n", r.Entries, r.Positives)
+	fmt.Fprintf(w, "\nentries %d, of which hold a needed fact %d; pairs %d, of which corrections %d\n\nfeature weights:\n",
+		r.Entries, r.Positives, r.Pairs, r.Corrections)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, name := range evidence.FeatureNames() {
 		fmt.Fprintf(tw, "  %s\t%+.3f\n", name, r.Weights.Features[i])
 	}
+	fmt.Fprintf(tw, "\ncorrection weights:\n")
+	for i, name := range evidence.PairFeatureNames() {
+		fmt.Fprintf(tw, "  %s\t%+.3f\n", name, r.Weights.Corrections.Features[i])
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "question balance:  %+v\nstatement balance: %+v\n", r.Weights.Question, r.Weights.Statement)
+	_, err := fmt.Fprintf(w, "question balance:  %+v\nstatement balance: %+v\ncorrections: maybe %g, sure %g\n",
+		r.Weights.Question, r.Weights.Statement, r.Weights.Corrections.Maybe, r.Weights.Corrections.Sure)
 	return err
 }
 
 // allHits sets hits[k] to the hits of cases[k] with w for the cases that
 // pick, on every processor (each case's view is its own).
-func allHits(cases []viewCase, w *evidence.Weights, hits []int, pick func(*viewCase) bool) {
+func allHits(cases []*viewCase, w *evidence.Weights, hits []caseHits, pick func(*viewCase) bool) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range runtime.GOMAXPROCS(0) {
@@ -587,7 +963,7 @@ func allHits(cases []viewCase, w *evidence.Weights, hits []int, pick func(*viewC
 		})
 	}
 	for k := range cases {
-		if pick(&cases[k]) {
+		if pick(cases[k]) {
 			next <- k
 		}
 	}

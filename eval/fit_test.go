@@ -51,36 +51,41 @@ func fitFixture(t *testing.T, name string, seed int) Fixture {
 // data that says so, and it reports the cross-validated figures beside the
 // fitted ones.
 func TestFit(t *testing.T) {
-	if _, err := Fit(nil, nil); err == nil {
+	if _, err := Fit(nil, nil, 0); err == nil {
 		t.Error("a fit over no sets succeeded")
 	}
 	noProbes, err := Parse("no-probes", []byte(`{"user_id":"u","conversation_id":"c","messages":[{"id":"m0","role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Fit([]FitSet{{Name: "quiet", Fixtures: []Fixture{noProbes}}}, nil); err == nil || !strings.Contains(err.Error(), "quiet") || !strings.Contains(err.Error(), "no probes") {
+	if _, err := Fit([]FitSet{{Name: "quiet", Fixtures: []Fixture{noProbes}}}, nil, 1); err == nil || !strings.Contains(err.Error(), "quiet") || !strings.Contains(err.Error(), "no probes") {
 		t.Errorf("a set without probes: %v, want an error naming the set and saying why", err)
 	}
-	if _, err := Fit([]FitSet{{Name: "empty"}}, nil); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, err := Fit([]FitSet{{Name: "empty"}}, nil, 0); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("a set without fixtures: %v, want an error naming it", err)
+	}
+
+	small := []FitSet{{Name: "pair", Fixtures: []Fixture{fitFixture(t, "p1", 1), fitFixture(t, "p2", 2)}}}
+	if _, err := Fit(small, nil, 3); err == nil || !strings.Contains(err.Error(), "pair") || !strings.Contains(err.Error(), "3 folds") {
+		t.Errorf("3 folds of a set of 2 conversations: %v, want an error naming the set and saying why", err)
 	}
 
 	sets := []FitSet{
 		{Name: "a", Fixtures: []Fixture{fitFixture(t, "a1", 1), fitFixture(t, "a2", 2)}},
 		{Name: "b", Fixtures: []Fixture{fitFixture(t, "b1", 3), fitFixture(t, "b2", 4)}},
 	}
-	r, err := Fit(sets, nil)
+	r, err := Fit(sets, nil, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Fit(sets, nil)
+	again, err := Fit(sets, nil, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *r.Weights != *again.Weights {
 		t.Error("two fits of the same data differ")
 	}
-	if len(r.Fitted) != 2 || len(r.CrossValidated) != 2 || r.Positives == 0 {
+	if len(r.Fitted) != 2 || len(r.KFold) != 2 || len(r.SetOut) != 2 || r.Positives == 0 {
 		t.Fatalf("report %+v: want two sets fitted and cross-validated", r)
 	}
 	w := &r.Weights.Features
@@ -96,7 +101,7 @@ func TestFit(t *testing.T) {
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"cross-validated", "chatter", "question balance"} {
+	for _, want := range []string{"fold by conversation", "set left out", "chatter", "question balance", "correction weights"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, b.String())
 		}

@@ -53,6 +53,12 @@ type Item struct {
 	Key string
 	// Terms are the entry's search terms (Terms).
 	Terms []string
+	// Slots are the things the entry names near a value (Slots), by which
+	// a later statement that may correct it finds it.
+	Slots []string
+	// Fix is the later statement of the user that gives what the entry says
+	// a new value (correct.go); the zero Fix for none.
+	Fix Fix
 }
 
 // Newer reports whether it stands later in the history than o: a later
@@ -99,30 +105,44 @@ func extractItems(msgs []checkpoint.Message, from int, carry *Carry, cfg *Config
 			}
 			date = carry.Date
 		}
-		var spans []Span
+		var sentences []string // of each clause cut out of a longer sentence, its sentence
 		for _, sentence := range Segment(m.Text) {
-			spans = append(spans, Clauses(m.Text, sentence)...)
-		}
-		for _, sp := range spans {
-			excerpt, truncated := Excerpt(m.Text[sp[0]:sp[1]], c.MaxExcerptBytes)
-			if excerpt == "" {
-				continue
+			for _, sp := range Clauses(m.Text, sentence) {
+				excerpt, truncated := Excerpt(m.Text[sp[0]:sp[1]], c.MaxExcerptBytes)
+				if excerpt == "" {
+					continue
+				}
+				b := c.Classifier.Classify(excerpt)
+				it := Item{
+					Entry: Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: from + i,
+						Excerpt: strings.Clone(excerpt), Truncated: truncated, Span: Span{sp[0], sp[0] + len(excerpt)}, Date: date},
+					Bucket: b,
+					Key:    restatementKey(excerpt),
+					Terms:  Terms(excerpt),
+					Slots:  Slots(excerpt),
+				}
+				var cut Cut
+				if sp[0] > sentence[0] {
+					cut |= CutBefore
+				}
+				if sp[1] < sentence[1] {
+					cut |= CutAfter
+				}
+				it.Traits = Traits(cut) << traitsCutFrom
+				items = append(items, it)
+				if cut != 0 {
+					sentences = append(sentences, m.Text[sentence[0]:sentence[1]])
+				} else {
+					sentences = append(sentences, "")
+				}
 			}
-			b := c.Classifier.Classify(excerpt)
-			items = append(items, Item{
-				Entry: Entry{Role: m.Role, MessageID: strings.Clone(m.ID), Index: from + i,
-					Excerpt: strings.Clone(excerpt), Truncated: truncated, Span: Span{sp[0], sp[0] + len(excerpt)}, Date: date},
-				Bucket: b,
-				Key:    restatementKey(excerpt),
-				Terms:  Terms(excerpt),
-			})
 		}
 		rare := carry.rarity()
 		var each func(int, *Vector)
 		if with != nil {
 			each = func(_ int, v *Vector) { with(v) }
 		}
-		scoreItemsFeatures(items[first:], &rare, c.Weights, each)
+		scoreItemsFeatures(items[first:], sentences, &rare, c.Weights, each)
 		carry.count(items[first:])
 	}
 	return items

@@ -31,6 +31,30 @@ type Candidates struct {
 	// counts the archive's items only.
 	Notes     []Note
 	NoteTotal int
+
+	// Fixes are the later entries that may correct candidates, read for
+	// them (FixScans); they are among Relevant too.
+	Fixes []Item
+
+	// chance, when set, is an entry's chance of being needed in place of
+	// the one its weight holds (SetChance).
+	chance func(*Item) float64
+	// fixes are the entries FixScans asked for.
+	fixes []windowKey
+}
+
+// SetChance makes chance the chance of being needed by which a view ranks
+// c's entries, in place of the one each entry's weight holds: what a fit
+// tries on candidates held fixed (package eval). nil restores the weights.
+func (c *Candidates) SetChance(chance func(*Item) float64) { c.chance = chance }
+
+// chanceNow returns it's chance of being needed: SetChance's, or as its
+// weight holds it with the rarity rare that stands now (chanceNow).
+func (c *Candidates) chanceNow(it *Item, rare *rarity, w *Weights) float64 {
+	if c.chance != nil {
+		return c.chance(it)
+	}
+	return chanceNow(it, rare, w)
 }
 
 // The bounds of a candidate selection.
@@ -208,7 +232,80 @@ func (s *Standing) Candidates(ctx context.Context, ix Index, request string) (*C
 		}
 		c.AddNeighbours(more)
 	}
+	if scans := c.FixScans(); len(scans) > 0 {
+		more, err := ix.Scan(ctx, scans)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.AddFixes(more)
+	}
 	return c, q, nil
+}
+
+// FixLimit bounds the items of the messages of the candidates' later
+// entries (Item.Fix) a view reads.
+const FixLimit = 256
+
+// FixScans returns the scan of the messages of the later entries that may
+// correct the candidates (Item.Fix) and are not candidates themselves: a
+// view shows an older entry only beside the later one.
+func (c *Candidates) FixScans() []Scan {
+	have := make(map[windowKey]bool)
+	var want []windowKey
+	c.each(func(it *Item) { have[windowKey{it.Index, it.Span[0]}] = true })
+	c.each(func(it *Item) {
+		if it.Fix == (Fix{}) {
+			return
+		}
+		if k := (windowKey{it.Fix.Index, it.Fix.Start}); !have[k] {
+			have[k] = true
+			want = append(want, k)
+		}
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	var idx []int
+	for _, k := range want {
+		idx = append(idx, k.index)
+	}
+	slices.Sort(idx)
+	s := scanAll(Oldest, FixLimit)
+	s.Indexes = slices.Compact(idx)
+	c.fixes = want
+	return []Scan{s}
+}
+
+// AddFixes adds, of the answer to FixScans, the later entries it asked for
+// to the relevant candidates.
+func (c *Candidates) AddFixes(more [][]Item) {
+	want := make(map[windowKey]bool, len(c.fixes))
+	for _, k := range c.fixes {
+		want[k] = true
+	}
+	var found []Item
+	for _, it := range more[0] {
+		if want[windowKey{it.Index, it.Span[0]}] {
+			found = append(found, it)
+		}
+	}
+	c.Relevant = MergeCandidates(c.Relevant, found)
+	c.Fixes = append(c.Fixes, found...)
+}
+
+// each calls f with every candidate of c's lists.
+func (c *Candidates) each(f func(*Item)) {
+	for i := range c.Recent {
+		f(&c.Recent[i])
+	}
+	for t := range c.Tiers {
+		for i := range c.Tiers[t] {
+			f(&c.Tiers[t][i])
+		}
+	}
+	for i := range c.Relevant {
+		f(&c.Relevant[i])
+	}
 }
 
 // NeighbourMessages is how many of the messages that match a query best
@@ -296,7 +393,7 @@ func (c *Candidates) Before(before int) *Candidates {
 	keep := func(items []Item) []Item {
 		return slices.DeleteFunc(slices.Clone(items), func(it Item) bool { return it.Index >= before })
 	}
-	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant), DF: c.DF, Carry: c.Carry, NoteTotal: c.NoteTotal,
+	out := &Candidates{Total: c.Total, Recent: keep(c.Recent), Relevant: keep(c.Relevant), Fixes: keep(c.Fixes), DF: c.DF, Carry: c.Carry, NoteTotal: c.NoteTotal,
 		Notes: slices.DeleteFunc(slices.Clone(c.Notes), func(n Note) bool { return n.Index >= before })}
 	for t := range c.Tiers {
 		out.Tiers[t] = keep(c.Tiers[t])

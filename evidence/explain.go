@@ -16,7 +16,8 @@ type Why string
 const (
 	// WhyShown: the entry is in the view.
 	WhyShown Why = "shown"
-	// WhySuperseded: a newer user entry among the candidates corrects it.
+	// WhySuperseded: a later entry of the user corrects it (recall is
+	// sure), or may and is not among the candidates.
 	WhySuperseded Why = "superseded"
 	// WhyNoRoom: it was a candidate, but its class's share and the room
 	// the others left were spent when its turn came.
@@ -87,9 +88,12 @@ func ExplainView(c *Candidates, q *Query, maxTokens int) *Explanation {
 		if d.Why != "" {
 			continue
 		}
-		if by := t.fixed.by(t.items[k]); by != nil {
+		if it := t.items[k]; t.fixed.superseded(it) {
 			d.Why = WhySuperseded
-			d.SupersededBy = &EntryRef{Index: by.Index, SpanStart: by.Span[0], MessageID: by.MessageID}
+			d.SupersededBy = &EntryRef{Index: it.Fix.Index, SpanStart: it.Fix.Start}
+			if by := t.fixed.by(it); by != nil {
+				d.SupersededBy.MessageID = by.MessageID
+			}
 		} else {
 			d.Why = WhyNoRoom
 		}
@@ -111,13 +115,13 @@ func (x *Explanation) Decision(it *Item) Decision {
 type viewTrace struct {
 	decisions map[windowKey]*Decision
 	items     map[windowKey]*Item
-	fixed     *corrections
+	fixed     *links
 	roomLeft  int
 }
 
 // considered records the candidates of each class and the corrections the
 // view consults.
-func (t *viewTrace) considered(classes *[numClasses][]*Item, fixed *corrections) {
+func (t *viewTrace) considered(classes *[numClasses][]*Item, fixed *links) {
 	if t == nil {
 		return
 	}

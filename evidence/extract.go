@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/recallhq/recall/checkpoint"
 )
@@ -69,10 +70,31 @@ func (e *Extraction) Add(ctx context.Context, msgs []checkpoint.Message, prefix 
 			s.add(&msgs[i], s.Cursor+i, &e.cfg, &size)
 		}
 	} else {
-		var err error
-		e.count, err = AddToArchive(ctx, e.archive, ExtractItems(msgs, s.Cursor, &s.Carry, &e.cfg), e.count, e.cfg.MaxArchiveEntries)
-		if err != nil {
-			return err
+		// The entries of each message; one group for all of them, unless
+		// the archive may reach its bound on the way: what an extraction
+		// reads of the archive for a message (correct.go) must be what
+		// the archive held after the messages before it, whatever the
+		// extractions' sizes.
+		var groups [][]Item
+		var vectors [][]Vector
+		total := 0
+		for i := range msgs {
+			var items []Item
+			var vs []Vector
+			if e.cfg.trace != nil {
+				items, vs = ExtractFeatures(msgs[i:i+1], s.Cursor+i, &s.Carry, &e.cfg)
+			} else {
+				items = ExtractItems(msgs[i:i+1], s.Cursor+i, &s.Carry, &e.cfg)
+			}
+			groups, vectors, total = append(groups, items), append(vectors, vs), total+len(items)
+		}
+		if e.count+total <= e.cfg.MaxArchiveEntries {
+			groups, vectors = [][]Item{slices.Concat(groups...)}, [][]Vector{slices.Concat(vectors...)}
+		}
+		for i := range groups {
+			if err := e.addItems(ctx, groups[i], vectors[i]); err != nil {
+				return err
+			}
 		}
 		if err := promoteAccepted(ctx, e.archive, msgs, s.Cursor); err != nil {
 			return err
@@ -83,6 +105,41 @@ func (e *Extraction) Add(ctx context.Context, msgs []checkpoint.Message, prefix 
 	s.MessageCount = max(s.MessageCount, s.Cursor)
 	e.added = true
 	return nil
+}
+
+// addItems adds the entries of one or more messages to the archive, with
+// the corrections they make (correct.go); vs are their features when the
+// extraction is traced.
+func (e *Extraction) addItems(ctx context.Context, items []Item, vs []Vector) error {
+	var pairs func(Pair)
+	if t := e.cfg.trace; t != nil {
+		pairs = t.pairs
+	}
+	links, updates, err := linkCorrections(ctx, e.archive, items, weightsOr(e.cfg.Weights), pairs)
+	if err != nil {
+		return err
+	}
+	if t := e.cfg.trace; t != nil && t.items != nil {
+		for i := range items {
+			if updates != nil {
+				vs[i][FeatUpdate] = updates[i]
+			}
+			t.items(items[i], vs[i])
+		}
+	}
+	// The links of archived entries go first: adding the items may evict
+	// them, or replace them with a restatement.
+	if archived := setLinks(items, links); len(archived) > 0 {
+		keys := make([]string, len(archived))
+		for i := range archived {
+			keys[i] = archived[i].Key
+		}
+		if _, err := e.archive.Replace(ctx, keys, archived); err != nil {
+			return err
+		}
+	}
+	e.count, err = AddToArchive(ctx, e.archive, items, e.count, e.cfg.MaxArchiveEntries)
+	return err
 }
 
 // Finish ends the extraction: in the focus profile it chooses the view for

@@ -21,42 +21,45 @@ type Feature int
 
 // The features. The names (featureNames) are the weight table's keys.
 const (
-	FeatUser           Feature = iota // written by the user
-	FeatAssistant                     // written by the assistant
-	FeatConstraint                    // a constraint keyword (rule 6)
-	FeatDecision                      // a decision keyword
-	FeatOpenWork                      // an open-work keyword
-	FeatRule                          // a user's constraint that asks nothing: a rule the user states
-	FeatCorrection                    // a cue that it revises something said before
-	FeatNegation                      // a negation: a limit or a preference
-	FeatProposal                      // an assistant's proposal
-	FeatQuestion                      // it asks something
-	FeatRequest                       // a request to the assistant ("please …")
-	FeatAddress                       // it speaks to the assistant ("can you …")
-	FeatHeader                        // written in capitals only, as a pasted heading
-	FeatTableRow                      // a row of a pasted table
-	FeatPasted                        // a line of a pasted document
-	FeatShort                         // how short it is: 1 for no text, 0 from fragmentBytes
-	FeatEarly                         // how early: 1 at message 0, 0 from earlyMessages
-	FeatSpecific                      // the specific things it names, weighed by their rarity
-	FeatFirstPerson                   // the speaker speaks of themselves ("I", "my", "ich", "je", "我")
-	FeatOther                         // the speaker speaks of someone they speak for ("he", "my son", "mi madre")
-	FeatCondition                     // a condition: health, allergy, diet, injury
-	FeatPreference                    // a preference or dislike
-	FeatValue                         // a value or principle
-	FeatGoal                          // a goal
-	FeatHabit                         // a habit or commitment: always, every day, ever since
-	FeatCircumstance                  // where they live, work, when they are free
-	FeatReason                        // the reason behind something: because, so that
-	FeatStanding                      // a standing fact: someone's lasting trait, said as a statement
-	FeatEpisodic                      // narration of one occasion: yesterday, last week
-	FeatChatter                       // greetings, thanks, praise, acknowledgements, fillers, small talk
-	FeatMessageSize                   // how many entries its message has (a pasted document has many)
-	FeatUserSpecific                  // the specific things a user's sentence names (the assistant's name many)
-	FeatUserCorrection                // a user's correction: the user changed what was said
-	FeatUserNegation                  // a user's negation: a limit or a dislike the user states
-	FeatPlace                         // its place in its message: 0 for the first entry, 1 for the last
-	FeatRank                          // its rank in its message by the rest of its weight: 0 for the best, 1 from the rankScale-th
+	FeatUser             Feature = iota // written by the user
+	FeatAssistant                       // written by the assistant
+	FeatConstraint                      // a constraint keyword (rule 6)
+	FeatDecision                        // a decision keyword
+	FeatOpenWork                        // an open-work keyword
+	FeatRule                            // a user's constraint that asks nothing: a rule the user states
+	FeatCorrection                      // a cue that it revises something said before
+	FeatNegation                        // a negation: a limit or a preference
+	FeatProposal                        // an assistant's proposal
+	FeatQuestion                        // it asks something
+	FeatRequest                         // a request to the assistant ("please …")
+	FeatAddress                         // it speaks to the assistant ("can you …")
+	FeatHeader                          // written in capitals only, as a pasted heading
+	FeatTableRow                        // a row of a pasted table
+	FeatPasted                          // a line of a pasted document
+	FeatShort                           // how short it is: 1 for no text, 0 from fragmentBytes
+	FeatEarly                           // how early: 1 at message 0, 0 from earlyMessages
+	FeatSpecific                        // the specific things it names, weighed by their rarity
+	FeatFirstPerson                     // the speaker speaks of themselves ("I", "my", "ich", "je", "我")
+	FeatOther                           // the speaker speaks of someone they speak for ("he", "my son", "mi madre")
+	FeatCondition                       // a condition: health, allergy, diet, injury
+	FeatPreference                      // a preference or dislike
+	FeatValue                           // a value or principle
+	FeatGoal                            // a goal
+	FeatHabit                           // a habit or commitment: always, every day, ever since
+	FeatCircumstance                    // where they live, work, when they are free
+	FeatReason                          // the reason behind something: because, so that
+	FeatStanding                        // a standing fact: someone's lasting trait, said as a statement
+	FeatEpisodic                        // narration of one occasion: yesterday, last week
+	FeatChatter                         // greetings, thanks, praise, acknowledgements, fillers, small talk
+	FeatMessageSize                     // how many entries its message has (a pasted document has many)
+	FeatUserSpecific                    // the specific things a user's sentence names (the assistant's name many)
+	FeatUserCorrection                  // a user's correction: the user changed what was said
+	FeatUserNegation                    // a user's negation: a limit or a dislike the user states
+	FeatPlace                           // its place in its message: 0 for the first entry, 1 for the last
+	FeatRank                            // its rank in its message by the rest of its weight: 0 for the best, 1 from the rankScale-th
+	FeatClause                          // it is one clause cut out of a longer sentence
+	FeatSentenceStanding                // it is a clause of a sentence that states a standing fact
+	FeatUpdate                          // the chance that it gives something said before a new value (correct.go)
 	NumFeatures
 )
 
@@ -71,7 +74,8 @@ var featureNames = [NumFeatures]string{
 	FeatHabit: "habit", FeatCircumstance: "circumstance", FeatReason: "reason", FeatStanding: "standing",
 	FeatEpisodic: "episodic", FeatChatter: "chatter", FeatMessageSize: "message_size",
 	FeatUserSpecific: "user_specific", FeatUserCorrection: "user_correction", FeatUserNegation: "user_negation",
-	FeatPlace: "place_in_message", FeatRank: "rank_in_message",
+	FeatPlace: "place_in_message", FeatRank: "rank_in_message", FeatClause: "clause", FeatSentenceStanding: "sentence_standing",
+	FeatUpdate: "update",
 }
 
 // String returns the feature's name in the weight table.
@@ -197,6 +201,19 @@ func (s *sentence) features(role checkpoint.Role, b Bucket, excerpt string, inde
 		v[FeatUserSpecific], v[FeatUserCorrection], v[FeatUserNegation] = v[FeatSpecific], v[FeatCorrection], v[FeatNegation]
 	}
 	return v
+}
+
+// addSentence sets the features that a clause takes from the longer
+// sentence it was cut out of: that it is a clause, and whether the sentence
+// states a standing fact (the clause "which has to go down on an empty
+// stomach" of "I'm on levothyroxine, which has to go down on an empty
+// stomach").
+func (v *Vector) addSentence(text string) {
+	v[FeatClause] = 1
+	s := readSentence(text)
+	if s.standing(question(s.text)) {
+		v[FeatSentenceStanding] = 1
+	}
 }
 
 // standing reports whether the sentence states a lasting trait of the

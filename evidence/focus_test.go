@@ -346,38 +346,6 @@ func TestFocusDeterministic(t *testing.T) {
 	}
 }
 
-func TestClauses(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("x", 50)
-	tests := []struct {
-		text string
-		want []string
-	}{
-		{"The van goes back on the 14th.", []string{"The van goes back on the 14th."}},
-		{"The van goes back to the rental place on the 14th before noon, after we load the last boxes; the keys stay with Lena at the flat until the cleaners are done — the deposit comes back in cash a week later.",
-			[]string{"The van goes back to the rental place on the 14th before noon, after we load the last boxes;", "the keys stay with Lena at the flat until the cleaners are done —", "the deposit comes back in cash a week later."}},
-		// A short clause stays with its neighbour.
-		{"The van goes back on the 14th; ok; the keys stay with Lena at the flat until the cleaners are done and the deposit comes back in cash later, once the landlord has checked the walls and the floors.",
-			[]string{"The van goes back on the 14th; ok; the keys stay with Lena at the flat until the cleaners are done and the deposit comes back in cash later, once the landlord has checked the walls and the floors."}},
-		// A comma before a conjunction cuts only a very long sentence.
-		{"Generative AI is allowed for drafting and checking code in the weekly labs, but every submission needs an AI-use log as an appendix.",
-			[]string{"Generative AI is allowed for drafting and checking code in the weekly labs, but every submission needs an AI-use log as an appendix."}},
-		{long + " " + long + " " + long + ", and " + long + " " + long + " " + long + ", but " + long + " " + long,
-			[]string{long + " " + long + " " + long + ",", "and " + long + " " + long + " " + long + ",", "but " + long + " " + long}},
-	}
-	for _, tt := range tests {
-		var got []string
-		for _, sentence := range Segment(tt.text) {
-			for _, sp := range Clauses(tt.text, sentence) {
-				got = append(got, tt.text[sp[0]:sp[1]])
-			}
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("clauses of %q (-want +got):\n%s", tt.text, diff)
-		}
-	}
-}
-
 func TestAcceptance(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

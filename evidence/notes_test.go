@@ -39,13 +39,15 @@ func TestNoteLine(t *testing.T) {
 	}
 }
 
-// noteHistory is a short focus conversation: facts of the user, and a
-// request at the end.
+// noteHistory is a short focus conversation: rules of the user about
+// things of their own (no rule gives another a new value), and a request
+// at the end.
 func noteHistory(facts int) []checkpoint.Message {
 	var msgs []checkpoint.Message
 	for i := range facts {
+		thing := fmt.Sprintf("crate %c%c", 'a'+i/26, 'a'+i%26)
 		msgs = append(msgs,
-			checkpointtest.User(fmt.Sprintf("u%d", i), fmt.Sprintf("We must keep the budget under %d EUR for item %d.", 1000+i, i)),
+			checkpointtest.User(fmt.Sprintf("u%d", i), "We must keep the "+thing+" dry and away from the sun."),
 			checkpointtest.Assistant(fmt.Sprintf("a%d", i), "Noted."))
 	}
 	return append(msgs, checkpointtest.User("req", "What is next?"))

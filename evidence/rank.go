@@ -93,7 +93,7 @@ func rankRelevant(c *Candidates, q *Query, rare *rarity, w *Weights) ([]*Item, [
 		// needed: a sure fact scores twice what the same match in a
 		// sentence nothing needs would (set by hand: it orders equal
 		// matches, and the balance's shares are fitted around it).
-		f := 1 + chanceNow(it, rare, w)
+		f := 1 + c.chanceNow(it, rare, w)
 		if question(it.Excerpt) {
 			f *= questionShare
 		}

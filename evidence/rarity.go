@@ -155,6 +155,9 @@ const (
 	// is a chance. Entries of archives written before have none, and a
 	// view weighs them from their text (chanceNow).
 	traitsFitted = 1 << 27
+	// traitsCutFrom is where an entry's Cut (two bits) is packed: where it
+	// was cut out of a longer sentence (clause.go).
+	traitsCutFrom = 28
 )
 
 // packTraits packs the specific things n names, the points they added and
@@ -169,6 +172,9 @@ func packTraits(n named, points int, chatter bool) Traits {
 	}
 	return t | traitsFitted | Traits(min(max(points, 0), 255))<<traitsPointsFrom
 }
+
+// Cut returns where the entry was cut out of a longer sentence.
+func (t Traits) Cut() Cut { return Cut(t>>traitsCutFrom) & (CutBefore | CutAfter) }
 
 // Chatter reports whether the entry was read as chatter when it was
 // extracted.

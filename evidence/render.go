@@ -130,8 +130,9 @@ func appendModelMembers(b []byte, bs *Buckets) []byte {
 // "role #index: excerpt", "role #index (date): excerpt" for an entry shown
 // with its date, "role #index (maybe changed by #later): excerpt" for an
 // entry shown beside a later one that may correct it, "model note on role
-// #index: note" for a model's note, and "…" after an excerpt that was cut. Only what a model reads: no message
-// id, no span.
+// #index: note" for a model's note, "…" after an excerpt that was cut at
+// its 900 bytes, and "…" on the side where a clause was cut out of its
+// sentence. Only what a model reads: no message id, no span.
 func ModelLine(e *Entry) string {
 	b := appendModelLine(nil, e)
 	var s string
@@ -161,8 +162,11 @@ func appendModelLine(b []byte, e *Entry) []byte {
 		b = append(b, ')')
 	}
 	b = append(b, ": "...)
+	if e.Cut&CutBefore != 0 {
+		b = append(b, cutMark...)
+	}
 	b = appendEscaped(b, e.Excerpt)
-	if e.Truncated {
+	if e.Truncated || e.Cut&CutAfter != 0 {
 		b = append(b, cutMark...)
 	}
 	return append(b, '"')
@@ -175,7 +179,10 @@ func modelLineLen(e *Entry) int {
 		n += len(noteLinePrefix)
 	}
 	n += safeStringLen(string(e.Role)) + len(" #: ") + digits(e.Index) + safeStringLen(e.Excerpt) - 2
-	if e.Truncated {
+	if e.Cut&CutBefore != 0 {
+		n += len(cutMark)
+	}
+	if e.Truncated || e.Cut&CutAfter != 0 {
 		n += len(cutMark)
 	}
 	if e.Date != "" {
@@ -328,6 +335,11 @@ func appendEntry(b []byte, e *Entry) []byte {
 		b = append(b, `,"maybe_changed_by":`...)
 		b = strconv.AppendInt(b, int64(e.MaybeChangedBy), 10)
 	}
+	if e.Cut != 0 {
+		b = append(b, `,"cut":"`...)
+		b = append(b, e.Cut.String()...)
+		b = append(b, '"')
+	}
 	return append(b, '}')
 }
 
@@ -350,6 +362,9 @@ func entryLen(e *Entry) int {
 	}
 	if e.MaybeChangedBy > 0 {
 		n += len(`,"maybe_changed_by":`) + digits(e.MaybeChangedBy)
+	}
+	if e.Cut != 0 {
+		n += len(`,"cut":""`) + len(e.Cut.String())
 	}
 	return n
 }

@@ -46,12 +46,13 @@ const (
 // a later request needs, from its features, the specific things it names
 // weighed by how rare each kind is in the conversation so far (rare).
 func scoreItems(items []Item, rare *rarity, w *Weights) {
-	scoreItemsFeatures(items, rare, w, nil)
+	scoreItemsFeatures(items, nil, rare, w, nil)
 }
 
 // scoreItemsFeatures is scoreItems, calling with (when not nil) with each
-// item's features.
-func scoreItemsFeatures(items []Item, rare *rarity, w *Weights, with func(i int, v *Vector)) {
+// item's features. sentences holds, for each item that is a clause cut out of
+// a longer sentence, that sentence ("" for the others; nil for none).
+func scoreItemsFeatures(items []Item, sentences []string, rare *rarity, w *Weights, with func(i int, v *Vector)) {
 	w = weightsOr(w)
 	paste := pastedLines(items)
 	vs := make([]Vector, len(items))
@@ -65,6 +66,9 @@ func scoreItemsFeatures(items []Item, rare *rarity, w *Weights, with func(i int,
 		points[i] = rare.points(names[i])
 		s := readSentence(it.Excerpt)
 		vs[i] = s.features(it.Role, it.Bucket, it.Excerpt, it.Index, i, len(items), paste[i], points[i])
+		if i < len(sentences) && sentences[i] != "" {
+			vs[i].addSentence(sentences[i])
+		}
 		base[i] = vs[i].Dot(&w.Features)
 		order[i] = i
 	}
@@ -84,7 +88,7 @@ func scoreItemsFeatures(items []Item, rare *rarity, w *Weights, with func(i int,
 		chatter := v[FeatChatter] > 0
 		it.Tier = tierOf(it.Role, it.Bucket, it.Excerpt, p, v[FeatProposal] > 0, chatter)
 		it.Weight = weightOfChance(p)
-		it.Traits = packTraits(names[i], points[i], chatter)
+		it.Traits = packTraits(names[i], points[i], chatter) | it.Traits&(3<<traitsCutFrom)
 		if v[FeatUserCorrection] > 0 && !chatter && it.Tier != TierContext {
 			// A view must see the user's corrections to leave out what
 			// they correct, and to show them where it cannot tell what

@@ -41,8 +41,13 @@ type Scan struct {
 	Role checkpoint.Role
 	// After keeps the items of messages after this index; -1 keeps all.
 	After int
+	// Before keeps the items of messages before this index; 0 keeps all.
+	Before int
 	// Terms keeps the items that hold one of these terms; nil keeps all.
 	Terms []string
+	// Slots keeps the items that name one of these things near a value
+	// (Item.Slots); nil keeps all.
+	Slots []string
 	// Indexes keeps the items of these messages; nil keeps all.
 	Indexes []int
 	// Order is the order items are read in.
@@ -61,8 +66,9 @@ func (s *Scan) Matches(it *Item) bool {
 	return (s.Tier == Any || it.Tier == s.Tier) &&
 		(s.Bucket == Any || it.Bucket == s.Bucket) &&
 		(s.Role == "" || it.Role == s.Role) &&
-		it.Index > s.After &&
+		it.Index > s.After && (s.Before <= 0 || it.Index < s.Before) &&
 		(s.Terms == nil || sharesTerm(s.Terms, it.Terms)) &&
+		(s.Slots == nil || sharesTerm(s.Slots, it.Slots)) &&
 		(s.Indexes == nil || slices.Contains(s.Indexes, it.Index))
 }
 
@@ -182,6 +188,9 @@ func (a *Archive) Replace(_ context.Context, keys []string, items []Item) (int, 
 	a.items = slices.DeleteFunc(a.items, func(it Item) bool { return gone[it.Key] })
 	deleted := n - len(a.items)
 	inOrder := len(a.items) == 0 || len(items) == 0 || items[0].Newer(&a.items[len(a.items)-1])
+	for i := 1; inOrder && i < len(items); i++ {
+		inOrder = items[i].Newer(&items[i-1])
+	}
 	a.items = append(a.items, items...)
 	if !inOrder {
 		// Items of older messages (an entry weighed again): the archive

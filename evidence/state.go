@@ -3,6 +3,7 @@ package evidence
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,49 @@ type Entry struct {
 	// may correct it (recall is not sure it does), the later entry's message
 	// index; 0 otherwise (supersede.go).
 	MaybeChangedBy int `json:"maybe_changed_by,omitempty"`
+	// Cut says, on an entry a view shows, where it was cut out of a longer
+	// sentence (clause.go): CutBefore when the sentence goes on before the
+	// excerpt, CutAfter when it goes on after it, both, or 0 for a whole
+	// sentence.
+	Cut Cut `json:"cut,omitempty"`
+}
+
+// Cut says where a clause was cut out of its sentence (Entry.Cut).
+type Cut uint8
+
+// The sides of a cut.
+const (
+	CutBefore Cut = 1 << iota
+	CutAfter
+)
+
+// cutNames name each Cut in JSON.
+var cutNames = [...]string{CutBefore: "before", CutAfter: "after", CutBefore | CutAfter: "both"}
+
+// String returns "before", "after", "both", or "" for none.
+func (c Cut) String() string {
+	if int(c) >= len(cutNames) {
+		return ""
+	}
+	return cutNames[c]
+}
+
+// MarshalJSON writes c as its name.
+func (c Cut) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }
+
+// UnmarshalJSON reads c from its name.
+func (c *Cut) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	for i, n := range cutNames {
+		if n == name {
+			*c = Cut(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown cut %q", name)
 }
 
 // Buckets holds the entries of the four buckets, oldest first.
@@ -161,6 +205,9 @@ type Config struct {
 	// entry weighs and how a view shares its room. Defaults to the fitted
 	// table (weights.json).
 	Weights *Weights
+
+	// trace, when set, is told what extractions read (FoldTrace).
+	trace *trace
 }
 
 // Defaults.

@@ -70,7 +70,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	bal := w.balanceOf(q)
 	var classes [numClasses][]*Item
 	rare := c.Carry.rarity()
-	classes[classUser] = bySalience(&rare, w, bal.Frame, c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
+	classes[classUser] = bySalience(c, &rare, w, bal.Frame, c.Tiers[TierUserKey], c.Tiers[TierUserFact], c.Tiers[TierUserStatement])
 	for _, it := range classes[classUser] {
 		if correctionItem(it) {
 			classes[classCorrection] = append(classes[classCorrection], it)
@@ -84,7 +84,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 			classes[classRelevant] = append(classes[classRelevant], it)
 		}
 	}
-	classes[classAssistant] = bySalience(&rare, w, bal.Frame, c.Tiers[TierAssistantRule])
+	classes[classAssistant] = bySalience(c, &rare, w, bal.Frame, c.Tiers[TierAssistantRule])
 	classes[classRecent] = pointers(c.Recent)
 	// Chatter goes last, whatever else it is.
 	seenChatter := make(map[windowKey]bool)
@@ -107,7 +107,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 		all = append(all, classes[cl]...)
 	}
 	candidates := uniqueItems(all)
-	fixed := newCorrections(candidates)
+	fixed := newLinks(append(pointers(c.Fixes), candidates...), &w.Corrections)
 	why.considered(&classes, fixed)
 
 	// The rendered size is the empty envelope's (with omitted_entries as
@@ -129,6 +129,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 		if !q.when {
 			e.Date = ""
 		}
+		e.Cut = it.Traits.Cut()
 		return e
 	}
 	costs := make(map[*Item]int)
@@ -249,7 +250,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 
 // shownAll reports whether every item of items (each once) that is not
 // chatter is shown or superseded, and there are want such items.
-func shownAll(items []*Item, shown map[windowKey]bool, fixed *corrections, want int) bool {
+func shownAll(items []*Item, shown map[windowKey]bool, fixed *links, want int) bool {
 	n := 0
 	for _, it := range items {
 		if chatterItem(it) {
@@ -292,14 +293,14 @@ func pointers(items []Item) []*Item {
 // needed (by the weights w, with the rarity that stands now, rare) for the
 // room they take (their excerpt and frame bytes), the oldest first among
 // equals.
-func bySalience(rare *rarity, weights *Weights, frame float64, tiers ...[]Item) []*Item {
+func bySalience(c *Candidates, rare *rarity, weights *Weights, frame float64, tiers ...[]Item) []*Item {
 	var out []*Item
 	for _, t := range tiers {
 		out = append(out, pointers(t)...)
 	}
 	w := make(map[*Item]float64, len(out))
 	for _, it := range out {
-		w[it] = chanceNow(it, rare, weights) / (float64(len(it.Excerpt)) + frame)
+		w[it] = c.chanceNow(it, rare, weights) / (float64(len(it.Excerpt)) + frame)
 	}
 	slices.SortStableFunc(out, func(x, y *Item) int {
 		if c := cmp.Compare(w[y], w[x]); c != 0 {

@@ -22,6 +22,26 @@ type Weights struct {
 	// Question is the balance of a view for a request that asks something,
 	// Statement for one that asks nothing (an instruction, a statement).
 	Question, Statement Balance
+	// Corrections weighs the pairs of an older entry and a newer statement
+	// of the user (correct.go).
+	Corrections CorrectionWeights
+}
+
+// CorrectionWeights is the table's part for corrections (correct.go).
+type CorrectionWeights struct {
+	// Features weighs each pair feature: the log-odds that the newer
+	// statement gives what the older one says a new value.
+	Features [NumPairFeatures]float64
+	// Maybe is the chance from which the older entry is never shown without
+	// the newer, Sure the one from which the newer is shown in its place.
+	Maybe, Sure float64
+}
+
+// correctionsFile is the JSON form of CorrectionWeights.
+type correctionsFile struct {
+	Features map[string]float64 `json:"features"`
+	Maybe    float64            `json:"maybe"`
+	Sure     float64            `json:"sure"`
 }
 
 // Balance is how a view shares its room between the request's relevance and
@@ -79,13 +99,45 @@ func (b *Balance) validate(name string) error {
 	return nil
 }
 
+// readTable reads the weight of each of names from table into w, in order,
+// refusing a name table lacks, one it names that names lacks, and a weight
+// that is not a number; prefix names the table's part in an error.
+func readTable(names []string, table map[string]float64, w []float64, prefix string) error {
+	var missing, unknown []string
+	for i, name := range names {
+		v, ok := table[name]
+		if !ok {
+			missing = append(missing, prefix+name)
+			continue
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s%s weighs %g", ErrWeights, prefix, name, v)
+		}
+		w[i] = v
+	}
+	for name := range table {
+		if !slices.Contains(names, name) {
+			unknown = append(unknown, prefix+name)
+		}
+	}
+	slices.Sort(unknown)
+	switch {
+	case len(missing) > 0:
+		return fmt.Errorf("%w: no weight for %s (refit with recall eval --fit)", ErrWeights, strings.Join(missing, ", "))
+	case len(unknown) > 0:
+		return fmt.Errorf("%w: %s named but not defined (refit with recall eval --fit)", ErrWeights, strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
 // weightsFile is the JSON form of Weights.
 type weightsFile struct {
 	// Features maps each feature's name to its weight.
 	Features map[string]float64 `json:"features"`
 	// Question and Statement are the balances.
-	Question  Balance `json:"question"`
-	Statement Balance `json:"statement"`
+	Question    Balance         `json:"question"`
+	Statement   Balance         `json:"statement"`
+	Corrections correctionsFile `json:"corrections"`
 	// Fit says how the table was fitted (eval.FitReport's summary); it is
 	// kept with the table and never read by the scorer.
 	Fit json.RawMessage `json:"fit,omitempty"`
@@ -107,29 +159,15 @@ func ParseWeights(data []byte) (*Weights, error) {
 		return nil, fmt.Errorf("weight table: %w", err)
 	}
 	w := &Weights{Question: f.Question, Statement: f.Statement}
-	var missing, unknown []string
-	for i, name := range featureNames {
-		v, ok := f.Features[name]
-		if !ok {
-			missing = append(missing, name)
-			continue
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%w: %s weighs %g", ErrWeights, name, v)
-		}
-		w.Features[i] = v
+	if err := readTable(featureNames[:], f.Features, w.Features[:], ""); err != nil {
+		return nil, err
 	}
-	for name := range f.Features {
-		if !slices.Contains(featureNames[:], name) {
-			unknown = append(unknown, name)
-		}
+	if err := readTable(pairNames[:], f.Corrections.Features, w.Corrections.Features[:], "corrections."); err != nil {
+		return nil, err
 	}
-	slices.Sort(unknown)
-	switch {
-	case len(missing) > 0:
-		return nil, fmt.Errorf("%w: no weight for %s (refit with recall eval --fit)", ErrWeights, strings.Join(missing, ", "))
-	case len(unknown) > 0:
-		return nil, fmt.Errorf("%w: %s named but not defined (refit with recall eval --fit)", ErrWeights, strings.Join(unknown, ", "))
+	w.Corrections.Maybe, w.Corrections.Sure = f.Corrections.Maybe, f.Corrections.Sure
+	if !(w.Corrections.Maybe > 0 && w.Corrections.Maybe <= w.Corrections.Sure && w.Corrections.Sure <= 1) {
+		return nil, fmt.Errorf("weight table: corrections.maybe %g and sure %g: chances with 0 < maybe <= sure <= 1", w.Corrections.Maybe, w.Corrections.Sure)
 	}
 	if err := w.Question.validate("question"); err != nil {
 		return nil, fmt.Errorf("weight table: %w", err)
@@ -143,9 +181,13 @@ func ParseWeights(data []byte) (*Weights, error) {
 // MarshalWeights writes w as a weight table, with fit (any JSON, or nil)
 // kept beside it as how it was fitted.
 func MarshalWeights(w *Weights, fit any) ([]byte, error) {
-	f := weightsFile{Features: make(map[string]float64, NumFeatures), Question: w.Question, Statement: w.Statement}
+	f := weightsFile{Features: make(map[string]float64, NumFeatures), Question: w.Question, Statement: w.Statement,
+		Corrections: correctionsFile{Features: make(map[string]float64, NumPairFeatures), Maybe: w.Corrections.Maybe, Sure: w.Corrections.Sure}}
 	for i, name := range featureNames {
 		f.Features[name] = w.Features[i]
+	}
+	for i, name := range pairNames {
+		f.Corrections.Features[name] = w.Corrections.Features[i]
 	}
 	if fit != nil {
 		b, err := json.Marshal(fit)

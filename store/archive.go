@@ -176,9 +176,17 @@ func scanWhere(s *evidence.Scan, userID, conversationID string, args *[]any) str
 		*args = append(*args, s.After)
 		fmt.Fprintf(&b, " AND idx > $%d", len(*args))
 	}
+	if s.Before > 0 {
+		*args = append(*args, s.Before)
+		fmt.Fprintf(&b, " AND idx < $%d", len(*args))
+	}
 	if s.Terms != nil {
 		*args = append(*args, termHashes(userID, conversationID, s.Terms))
 		fmt.Fprintf(&b, " AND term_hashes && $%d", len(*args))
+	}
+	if s.Slots != nil {
+		*args = append(*args, termHashes(userID, conversationID, s.Slots))
+		fmt.Fprintf(&b, " AND slot_hashes && $%d", len(*args))
 	}
 	if s.Indexes != nil {
 		idx := make([]int32, len(s.Indexes))
@@ -207,12 +215,26 @@ func scanSQL(userID, conversationID string, scans []evidence.Scan, columns strin
 	return b.String(), args
 }
 
+// appendHashes appends the hashes of terms in the conversation of userID
+// and conversationID, separated by spaces.
+func appendHashes(b []byte, userID, conversationID string, terms []string) []byte {
+	for j, t := range terms {
+		if j > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, termHash(userID, conversationID, t), 10)
+	}
+	return b
+}
+
 // queueItems queues the insert of items.
 func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.Item) {
 	n := len(items)
 	keys := make([]int64, n)
 	idx, start, end := make([]int32, n), make([]int32, n), make([]int32, n)
 	roles, terms, hashes := make([]string, n), make([]string, n), make([]string, n)
+	slots, slotHashes := make([]string, n), make([]string, n)
+	fixIdx, fixSpan, fixChance := make([]*int32, n), make([]*int32, n), make([]*int16, n)
 	ids, excerpts := make([][]byte, n), make([][]byte, n)
 	truncated := make([]bool, n)
 	traits, dates := make([]int32, n), make([]*string, n)
@@ -228,28 +250,33 @@ func queueItems(b *pgx.Batch, userID, conversationID string, items []evidence.It
 			dates[i] = &it.Date
 		}
 		buckets[i], tiers[i], weights[i] = int16(it.Bucket), int16(it.Tier), int16(it.Weight)
-		terms[i] = strings.Join(it.Terms, " ")
-		hb = hb[:0]
-		for j, t := range it.Terms {
-			if j > 0 {
-				hb = append(hb, ' ')
-			}
-			hb = strconv.AppendInt(hb, termHash(userID, conversationID, t), 10)
-		}
+		terms[i], slots[i] = strings.Join(it.Terms, " "), strings.Join(it.Slots, " ")
+		hb = appendHashes(hb[:0], userID, conversationID, it.Terms)
 		hashes[i] = string(hb)
+		hb = appendHashes(hb[:0], userID, conversationID, it.Slots)
+		slotHashes[i] = string(hb)
+		if it.Fix != (evidence.Fix{}) {
+			x, y, z := int32(it.Fix.Index), int32(it.Fix.Start), int16(it.Fix.Chance)
+			fixIdx[i], fixSpan[i], fixChance[i] = &x, &y, &z
+		}
 	}
 	b.Queue(`
 INSERT INTO recall_archive (user_id, conversation_id, idx, span_start, span_end, role, message_id, excerpt,
-    truncated, bucket, tier, weight, key_hash, terms, term_hashes, traits, date)
+    truncated, bucket, tier, weight, key_hash, terms, term_hashes, traits, date, slots, slot_hashes, fix_idx, fix_span, fix_chance)
 SELECT $1, $2, t.idx, t.s, t.e, t.role, t.id, t.excerpt, t.truncated, t.bucket, t.tier, t.weight, t.key_hash,
-    string_to_array(t.terms, ' '), string_to_array(t.hashes, ' ')::bigint[], t.traits, t.date
+    string_to_array(t.terms, ' '), string_to_array(t.hashes, ' ')::bigint[], t.traits, t.date,
+    string_to_array(t.slots, ' '), string_to_array(t.slot_hashes, ' ')::bigint[], t.fix_idx, t.fix_span, t.fix_chance
 FROM unnest($3::int[], $4::int[], $5::int[], $6::text[], $7::bytea[], $8::bytea[], $9::bool[], $10::int2[],
-    $11::int2[], $12::int2[], $13::int8[], $14::text[], $15::text[], $16::int4[], $17::text[])
-    AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, weight, key_hash, terms, hashes, traits, date)`,
-		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys, terms, hashes, traits, dates)
+    $11::int2[], $12::int2[], $13::int8[], $14::text[], $15::text[], $16::int4[], $17::text[],
+    $18::text[], $19::text[], $20::int[], $21::int[], $22::int2[])
+    AS t(idx, s, e, role, id, excerpt, truncated, bucket, tier, weight, key_hash, terms, hashes, traits, date,
+    slots, slot_hashes, fix_idx, fix_span, fix_chance)`,
+		userID, conversationID, idx, start, end, roles, ids, excerpts, truncated, buckets, tiers, weights, keys, terms, hashes, traits, dates,
+		slots, slotHashes, fixIdx, fixSpan, fixChance)
 }
 
-const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, weight, array_to_string(terms, ' '), traits, date`
+const itemColumns = `idx, span_start, span_end, role, message_id, excerpt, truncated, bucket, tier, weight, array_to_string(terms, ' '), traits, date,
+    array_to_string(slots, ' '), fix_idx, fix_span, fix_chance`
 
 // candidates returns the candidates of a view for request (a request's or a
 // search's text) and the query, as evidence.ReadCandidates reads them, from
@@ -295,9 +322,19 @@ func scanRows(rows pgx.Rows) (map[int][]evidence.Item, error) {
 		var bucket, tier, weight int16
 		var traits int32
 		var date *string
+		var slots string
+		var fixIdx, fixSpan *int32
+		var fixChance *int16
 		var list int
-		if err := rows.Scan(&it.Index, &it.Span[0], &it.Span[1], &role, &id, &excerpt, &it.Truncated, &bucket, &tier, &weight, &terms, &traits, &date, &list); err != nil {
+		if err := rows.Scan(&it.Index, &it.Span[0], &it.Span[1], &role, &id, &excerpt, &it.Truncated, &bucket, &tier, &weight, &terms, &traits, &date,
+			&slots, &fixIdx, &fixSpan, &fixChance, &list); err != nil {
 			return nil, fmt.Errorf("read archive: %w", err)
+		}
+		if slots != "" {
+			it.Slots = strings.Split(slots, " ")
+		}
+		if fixIdx != nil && fixSpan != nil && fixChance != nil {
+			it.Fix = evidence.Fix{Index: int(*fixIdx), Start: int(*fixSpan), Chance: int(*fixChance)}
 		}
 		it.Role, it.MessageID, it.Excerpt = checkpoint.Role(role), string(id), string(excerpt)
 		it.Bucket, it.Tier, it.Weight, it.Traits = evidence.Bucket(bucket), evidence.Tier(tier), int(weight), evidence.Traits(traits)

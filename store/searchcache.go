@@ -90,15 +90,28 @@ func (c *searchCache) drop(k searchKey) {
 // conversation kept as a search reads at most.
 const itemsPerConversation = evidence.RelevantLimit + evidence.WindowLimit
 
-// An archive item never changes once written: its message lies below the
-// cursor, whose history is fixed, and a deleted conversation is never
-// written again. So a search's relevant entries are read as keys, and
-// only the items the cache lacks are read whole.
+// An archive item's text never changes once written: its message lies
+// below the cursor, whose history is fixed, and a deleted conversation is
+// never written again. What a later extraction may change of it (its tier
+// and weight, when a proposal is accepted; its Fix, when a later statement
+// may correct it) is part of its key. So a search's relevant entries are
+// read as keys, and only the items the cache lacks are read whole.
 
-// itemKey is an archive item's key.
+// itemKey is an archive item's key: where it stands, and what a later
+// extraction may change of it.
 type itemKey struct {
 	userID, conversationID string
 	index, start           int
+	tier, weight           int
+	fix                    evidence.Fix
+}
+
+// itemKeyColumns are the columns of an itemKey (after the conversation's).
+const itemKeyColumns = `idx, span_start, tier, weight, coalesce(fix_idx, 0), coalesce(fix_span, 0), coalesce(fix_chance, 0)`
+
+// keyOf returns it's key in the conversation of userID and conversationID.
+func keyOf(userID, conversationID string, it *evidence.Item) itemKey {
+	return itemKey{userID, conversationID, it.Index, it.Span[0], int(it.Tier), it.Weight, it.Fix}
 }
 
 // itemCache is a least-recently-used cache of archive items, bounded by
@@ -148,7 +161,7 @@ func (c *itemCache) put(userID, conversationID string, items []evidence.Item) {
 	}
 	conv := searchKey{userID, conversationID}
 	for i := range items {
-		k := itemKey{userID, conversationID, items[i].Index, items[i].Span[0]}
+		k := keyOf(userID, conversationID, &items[i])
 		if c.cache.Contains(k) {
 			continue
 		}
@@ -228,6 +241,13 @@ func (st *Store) searchStanding(ctx context.Context, s *known, rec *evidence.Rec
 		}
 		c.AddNeighbours(more)
 	}
+	if scans := c.FixScans(); len(scans) > 0 {
+		found, ok, more, err := st.pickCached(ctx, s, rec, scans)
+		if !found || !ok || err != nil {
+			return !found || ok, err
+		}
+		c.AddFixes(more)
+	}
 	return true, st.selectView(c.Before(before), q, rec)
 }
 
@@ -242,7 +262,7 @@ func (st *Store) pickCached(ctx context.Context, s *known, rec *evidence.Record,
 	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	b.Queue(conversationRow, rec.UserID, rec.ConversationID)
 	if len(scans) > 0 {
-		sql, args := scanSQL(rec.UserID, rec.ConversationID, scans, "idx, span_start")
+		sql, args := scanSQL(rec.UserID, rec.ConversationID, scans, itemKeyColumns)
 		b.Queue(sql, args...)
 	}
 	b.Queue(`COMMIT`)
@@ -300,7 +320,7 @@ func readRelevantKeys(br pgx.BatchResults, rec *evidence.Record, picks bool) (st
 	for rows.Next() {
 		k := itemKey{userID: rec.UserID, conversationID: rec.ConversationID}
 		var list int
-		if err := rows.Scan(&k.index, &k.start, &list); err != nil {
+		if err := rows.Scan(&k.index, &k.start, &k.tier, &k.weight, &k.fix.Index, &k.fix.Start, &k.fix.Chance, &list); err != nil {
 			rows.Close()
 			return fail(err)
 		}
@@ -323,11 +343,11 @@ func readRelevantKeys(br pgx.BatchResults, rec *evidence.Record, picks bool) (st
 // false when one of them is gone.
 func (st *Store) readMissing(ctx context.Context, userID, conversationID string, keys []itemKey) (ok bool, err error) {
 	// An entry both lists picked is asked for twice.
-	distinct := make(map[itemKey]bool, len(keys))
+	distinct := make(map[[2]int]bool, len(keys))
 	idx, start := make([]int32, 0, len(keys)), make([]int32, 0, len(keys))
 	for _, k := range keys {
-		if !distinct[k] {
-			distinct[k] = true
+		if at := [2]int{k.index, k.start}; !distinct[at] {
+			distinct[at] = true
 			idx, start = append(idx, int32(k.index)), append(start, int32(k.start))
 		}
 	}
@@ -337,6 +357,8 @@ WHERE user_id = $1 AND conversation_id = $2 AND (idx, span_start) IN (SELECT * F
 	if err != nil {
 		return false, err
 	}
+	// An item that changed since its key was read is cached under its new
+	// key: the caller then misses it, and reads everything.
 	st.searches.items.put(userID, conversationID, lists[0])
 	return len(lists[0]) == len(idx), nil
 }

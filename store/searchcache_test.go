@@ -46,7 +46,7 @@ func TestSearchCacheKeepsTheMostRecentlyUsed(t *testing.T) {
 	if off.get(key(1)) != nil {
 		t.Error("a cache of size -1 kept an entry")
 	}
-	if items, missing := off.items.get([]itemKey{{"u", "1", 0, 0}}); items[0] != nil || len(missing) != 1 {
+	if items, missing := off.items.get([]itemKey{{userID: "u", conversationID: "1"}}); items[0] != nil || len(missing) != 1 {
 		t.Error("a cache of size -1 kept an item")
 	}
 }
@@ -65,7 +65,7 @@ func TestItemCacheForgetsAConversation(t *testing.T) {
 	if c.cache.Len() != 3 || c.held[searchKey{"u", "a"}] != 1 || c.held[searchKey{"u", "b"}] != 2 {
 		t.Fatalf("%d items, held %v; want 3, a 1, b 2", c.cache.Len(), c.held)
 	}
-	got, missing := c.get([]itemKey{{"u", "a", 1, 0}, {"u", "a", 0, 0}})
+	got, missing := c.get([]itemKey{{userID: "u", conversationID: "a", index: 1}, {userID: "u", conversationID: "a"}})
 	if got[0] == nil || got[0].Index != 1 || len(missing) != 1 || missing[0].index != 0 {
 		t.Errorf("get: %v, missing %v; want a's item 1 and a's item 0 missing", got, missing)
 	}
@@ -137,7 +137,7 @@ func TestSearchUsesTheCache(t *testing.T) {
 		t.Errorf("%d of 4 searches read all their candidates, want 1", n)
 	}
 	// An entry both lists picked is asked for twice when it is missing.
-	first := itemKey{"u", "c", 0, 0}
+	first := itemKey{userID: "u", conversationID: "c"}
 	if ok, err := st.readMissing(t.Context(), "u", "c", []itemKey{first, first}); !ok || err != nil {
 		t.Errorf("reading one entry asked for twice: ok %v, %v", ok, err)
 	}

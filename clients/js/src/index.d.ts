@@ -46,6 +46,8 @@ export interface Entry {
   model_note?: true;
   /** focus profile: the index of a later entry, shown beside this one, that may correct it. */
   maybe_changed_by?: number;
+  /** A clause cut out of a longer sentence, which goes on before it, after it, or both. */
+  cut?: "before" | "after" | "both";
 }
 
 export interface Buckets {

@@ -35,12 +35,13 @@ func runEval(ctx context.Context, env *Env, args []string) error {
 	minProbe := flags.Float64("min-probe-recall", 0, "fail when probe recall (0..1) is below this")
 	fit := flags.Bool("fit", false, "fit the view's weights on the fixture directories named (each one set), cross-validate them leaving one set out at a time, and print the figures")
 	out := flags.String("out", "", "with --fit: write the fitted weight table to this file (evidence/weights.json is the one recall scores with)")
+	folds := flags.Int("folds", eval.DefaultFolds, "with --fit: cross-validate each set in this many folds of its conversations")
 	positional, err := parseArgs(flags, args)
 	if err != nil {
 		return err
 	}
 	if *fit {
-		return runFit(env, positional, *out, *asJSON)
+		return runFit(env, positional, *out, *folds, *asJSON)
 	}
 	if *out != "" {
 		return fmt.Errorf("--out is for --fit")
@@ -143,9 +144,12 @@ func (m evalMins) check(name string, s *eval.Summary) []string {
 
 // runFit is "recall eval --fit [--out FILE] DIR…": each DIR a set of
 // fixtures.
-func runFit(env *Env, dirs []string, out string, asJSON bool) error {
+func runFit(env *Env, dirs []string, out string, folds int, asJSON bool) error {
 	if len(dirs) == 0 {
 		return errors.New("recall eval --fit: name the directories of fixtures to fit on (each one set)")
+	}
+	if folds < 2 {
+		return fmt.Errorf("recall eval --fit: --folds is %d: a cross-validation needs at least 2 folds", folds)
 	}
 	var sets []eval.FitSet
 	for _, dir := range dirs {
@@ -158,7 +162,7 @@ func runFit(env *Env, dirs []string, out string, asJSON bool) error {
 		}
 		sets = append(sets, eval.FitSet{Name: filepath.Base(filepath.Clean(dir)), Fixtures: fixtures})
 	}
-	r, err := eval.Fit(sets, nil)
+	r, err := eval.Fit(sets, nil, folds)
 	if err != nil {
 		return err
 	}

@@ -28,10 +28,21 @@ func TestEvalFitRefuses(t *testing.T) {
 	  "messages":[{"id":"m0","role":"user","content":"hi"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	lonely := filepath.Join(dir, "lonely")
+	if err := os.Mkdir(lonely, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lonely, "one.json"), []byte(`{"user_id":"u","conversation_id":"c",
+	  "messages":[{"id":"m0","role":"user","content":"The venue holds 120 people."},{"id":"m1","role":"assistant","content":"Noted."},
+	    {"id":"m2","role":"user","content":"How many chairs?"}],"probes":[{"request":"How many chairs?","facts":["holds 120 people"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
 	}{
+		{[]string{"eval", "--fit", "--folds", "1", "--out", out, lonely}, "at least 2 folds"},
+		{[]string{"eval", "--fit", "--out", out, lonely}, "set lonely: 1 conversations, fewer than the 5 folds"},
 		{[]string{"eval", "--fit", "--out", out}, "name the directories"},
 		{[]string{"eval", "--fit", "--out", out, filepath.Join(dir, "missing")}, "is not a directory of fixtures"},
 		{[]string{"eval", "--fit", "--out", out, bad}, "fixture broken"},
