@@ -103,67 +103,87 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stream = stream
 	w.created = stream.CachedInfo().Created
 	w.sem = make(chan struct{}, w.cfg.Concurrency)
-	w.stopCollect, w.collected = make(chan struct{}), make(chan struct{})
+	it, err := cons.Messages(jetstream.PullMaxMessages(min(w.cfg.MaxBatch, pullBuffer)))
+	if err != nil {
+		return fmt.Errorf("worker: subscribe to consumer %s: %w", w.cfg.Durable, err)
+	}
+	w.collected = make(chan struct{})
 	// Handlers outlive ctx: a drain lets them finish.
 	w.handleCtx, w.cancelHandle = context.WithCancel(context.WithoutCancel(ctx))
-	w.cons = cons
-	go w.collect(w.handleCtx, cons)
+	w.cons, w.pull = cons, it
+	go w.collect(w.handleCtx, it)
 	w.logger.InfoContext(ctx, "worker consuming", slog.String("stream", w.cfg.Stream),
 		slog.String("subject", w.cfg.Subject), slog.Int("concurrency", w.cfg.Concurrency), slog.Int("max_batch", w.cfg.MaxBatch))
 	return nil
 }
 
-// maxBatchBytes bounds the payload bytes a fetch asks for, from the size
-// of the events fetched so far, so that batches of large snapshots are not
-// held in memory many at once.
+// maxBatchBytes bounds the payload bytes of a batch, from the size of the
+// events read so far, so that batches of large snapshots are not held in
+// memory many at once.
 const maxBatchBytes = 1 << 20
 
-// fetchWait is how long one fetch waits for an event when none is ready:
-// the longest a stop waits for the collector.
-const fetchWait = 500 * time.Millisecond
+// pullBuffer bounds the events the worker's one pull subscription holds
+// before they are batched (nats.go asks for more when half are taken).
+const pullBuffer = 16
 
-// collect makes batches: it waits for a free transaction, then fetches the
+// collect makes batches: it waits for a free transaction, then takes the
 // events that are ready, up to MaxBatch, without waiting for more (when
 // none is, it waits for one and then takes the others that are ready with
 // it), and hands the batch to a goroutine of its own. Events that arrive
-// while every transaction is busy wait in the stream and make the next
-// batch larger. Every fetched message is handled, so a stop leaves no
-// message unhandled but those in flight, which it waits for.
+// while every transaction is busy wait and make the next batch larger.
 //
-// Each batch is its own fetch request, so the worker never depends on the
-// client's count of messages still owed by earlier requests.
-func (w *Worker) collect(ctx context.Context, cons jetstream.Consumer) {
+// The events come from one long-lived pull subscription (one inbox), never
+// from a fetch request of their own: a fetch that ends before a large event
+// has arrived in full would leave that event counted as delivered and
+// unread until AckWait. A stop drains the subscription: every event it has
+// taken is handled, so a stop leaves no event unhandled but those in
+// flight, which it waits for.
+func (w *Worker) collect(ctx context.Context, it jetstream.MessagesContext) {
 	defer close(w.collected)
+	ready := make(chan jetstream.Msg, w.cfg.MaxBatch)
+	go func() {
+		defer close(ready)
+		failures := 0
+		for {
+			m, err := it.Next()
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
+				return
+			}
+			if err != nil {
+				failures++
+				if failures == 1 || failures%100 == 0 {
+					w.logger.WarnContext(ctx, "reading events", slog.String("error", err.Error()), slog.Int("failures", failures))
+				}
+				time.Sleep(min(time.Duration(failures)*50*time.Millisecond, time.Second))
+				continue
+			}
+			failures = 0
+			ready <- m
+		}
+	}()
 	avg := 1024 // running estimate of an event's size in bytes
-	failures := 0
 	for {
-		select {
-		case w.sem <- struct{}{}:
-		case <-w.stopCollect:
+		w.sem <- struct{}{}
+		first, ok := <-ready
+		if !ok {
+			<-w.sem
 			return
 		}
+		batch := []jetstream.Msg{first}
+		size := len(first.Data())
 		n := max(1, min(w.cfg.MaxBatch, maxBatchBytes/max(avg, 1)))
-		batch, err := w.fetch(cons, n)
-		if err != nil {
-			failures++
-			if failures == 1 || failures%100 == 0 {
-				w.logger.WarnContext(ctx, "fetching events", slog.String("error", err.Error()), slog.Int("failures", failures))
-			}
-		} else {
-			failures = 0
-		}
-		if len(batch) == 0 {
-			<-w.sem
+	more:
+		for len(batch) < n && size < maxBatchBytes {
 			select {
-			case <-w.stopCollect:
-				return
-			case <-time.After(min(time.Duration(failures)*50*time.Millisecond, time.Second)):
+			case m, ok := <-ready:
+				if !ok {
+					break more
+				}
+				batch = append(batch, m)
+				size += len(m.Data())
+			default:
+				break more
 			}
-			continue
-		}
-		size := 0
-		for _, m := range batch {
-			size += len(m.Data())
 		}
 		avg = (3*avg + size/len(batch)) / 4
 		w.inflight.Add(1)
@@ -174,50 +194,20 @@ func (w *Worker) collect(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// fetch returns up to n messages: those ready now, or, when none is, the
-// first that arrives within fetchWait and those ready with it.
-func (w *Worker) fetch(cons jetstream.Consumer, n int) ([]jetstream.Msg, error) {
-	got, err := drainBatch(cons.FetchNoWait(n))
-	if len(got) > 0 || err != nil {
-		return got, err
-	}
-	got, err = drainBatch(cons.Fetch(1, jetstream.FetchMaxWait(fetchWait)))
-	if len(got) == 0 || err != nil || n == 1 {
-		return got, err
-	}
-	more, err := drainBatch(cons.FetchNoWait(n - 1))
-	return append(got, more...), err
-}
-
-// drainBatch reads every message of a fetch.
-func drainBatch(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
-	if err != nil {
-		return nil, err
-	}
-	var msgs []jetstream.Msg
-	for m := range b.Messages() {
-		msgs = append(msgs, m)
-	}
-	if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-		return msgs, err
-	}
-	return msgs, nil
-}
-
-// Stop stops fetching, lets in-flight events finish and be acknowledged,
+// Stop stops reading events, lets in-flight events finish and be acknowledged,
 // and flushes the acknowledgements. When ctx ends first, in-flight handlers
 // are cancelled; their events are nak'd or redelivered, never lost.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
-	cons := w.cons
-	w.cons = nil
+	cons, pull := w.cons, w.pull
+	w.cons, w.pull = nil, nil
 	w.mu.Unlock()
 	if cons == nil {
 		return nil
 	}
-	// The collector finishes its fetch, hands on what it fetched, and
-	// returns.
-	close(w.stopCollect)
+	// The subscription stops asking for events and hands on those it
+	// holds; the collector batches them and returns.
+	pull.Drain()
 	done := make(chan struct{})
 	go func() { <-w.collected; w.inflight.Wait(); close(done) }()
 	var err error

@@ -186,10 +186,10 @@ type Worker struct {
 	cons     jetstream.Consumer
 	inflight sync.WaitGroup
 	sem      chan struct{}
-	// stopCollect tells the collector, which fetches batches, to stop
-	// fetching; collected is closed when it has.
-	stopCollect chan struct{}
-	collected   chan struct{}
+	// pull is the subscription the collector reads; collected is closed
+	// when the collector has handed on every event it read.
+	pull      jetstream.MessagesContext
+	collected chan struct{}
 	// handleCtx is the context of in-flight handlers; it is cancelled only
 	// when a drain runs out of time.
 	handleCtx    context.Context
