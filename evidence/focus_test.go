@@ -489,3 +489,39 @@ func TestEstimateDF(t *testing.T) {
 		t.Errorf("an estimate over the archive's size: %v, want the size 300", got)
 	}
 }
+
+// TestRequestFindsANameSaidOnce checks that the entries a request's own
+// words match keep relevance's share of the view whatever the other
+// classes' shares add up to: a search for a name said once, among more of
+// the user's statements than the view holds, shows the one entry that has
+// it.
+func TestRequestFindsANameSaidOnce(t *testing.T) {
+	t.Parallel()
+	var h []checkpoint.Message
+	for i := range 200 {
+		text := fmt.Sprintf("The crate for order %d weighs %d kg and ships from depot %d on Tuesday.", 4000+i, 10+i%37, i%9)
+		if i == 61 {
+			text = "Quarlotte signed the freight contract for the northern depot on ticket 3141."
+		}
+		h = append(h, checkpointtest.User(fmt.Sprintf("u%d", i), text),
+			checkpointtest.Assistant(fmt.Sprintf("r%d", i), "Noted."))
+	}
+	h = append(h, checkpointtest.User("last", "Quarlotte"))
+	s, _, err := Fold(NewState(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, q := s.Candidates("Quarlotte")
+	full := FittedWeights()
+	full.Statement.User, full.Statement.Correction = 1, 0.2
+	for name, w := range map[string]*Weights{"fitted": nil, "user and corrections over the whole": full} {
+		v := SelectViewWith(c, q, DefaultMaxTokens, w)
+		found := false
+		for _, sh := range v.Shown {
+			found = found || strings.Contains(sh.Entry.Excerpt, "Quarlotte")
+		}
+		if !found {
+			t.Errorf("%s: the view of %d entries for the request %q lacks the one entry that has it", name, len(v.Shown), "Quarlotte")
+		}
+	}
+}

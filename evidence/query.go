@@ -33,7 +33,7 @@ const MaxQueryTerms = 24
 // and window, the newest items of the archive (newest first; the first
 // WindowItems count).
 func NewQuery(request string, window []Item) *Query {
-	q := &Query{request: Terms(request), asks: asks(request), window: make(map[windowKey]bool)}
+	q := &Query{request: requestTerms(request), asks: asks(request), window: make(map[windowKey]bool)}
 	q.when = q.asks && asksWhen(request)
 	var terms []string
 	for i := range window[:min(len(window), WindowItems)] {

@@ -162,6 +162,25 @@ func (c *Candidates) idf(q *Query) map[string]float64 {
 	return idf
 }
 
+// namesOnce reports whether it holds a request term that at most
+// onceHolders entries of the archive hold: a name, a number or a word said
+// once.
+func (c *Candidates) namesOnce(it *Item, q *Query) bool {
+	for _, t := range q.request {
+		if _, ok := slices.BinarySearch(it.Terms, t); !ok {
+			continue
+		}
+		if df, ok := c.DF[t]; ok && df <= onceHolders || !ok && countHolding(c.Relevant, t) <= onceHolders {
+			return true
+		}
+	}
+	return false
+}
+
+// onceHolders is how many entries may hold a term said once: the entry
+// and, say, its restatement.
+const onceHolders = 2
+
 // heldTerms are the terms of a query that the items of one message hold.
 type heldTerms struct {
 	index int

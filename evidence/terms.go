@@ -15,8 +15,29 @@ import (
 // against them, in the service and in the offline evaluation alike.
 func Terms(text string) []string {
 	words := splitWords(text, nil)
-	st := newStemmer(guessLanguage(words))
-	var terms []string
+	return sortedTerms(appendTerms(nil, words, newStemmer(guessLanguage(words))))
+}
+
+// requestTerms returns the search terms of a request or a search's text:
+// its Terms, and when it is written in no language recall tells apart (a
+// name, a few keywords: "deadline budget"), its words as every language's
+// stemmer gives them besides, since each entry of the archive was stemmed
+// in the language of the sentence it came from ("deadline" finds "the
+// deadline is Friday", indexed as "deadlin").
+func requestTerms(text string) []string {
+	words := splitWords(text, nil)
+	l := guessLanguage(words)
+	terms := appendTerms(nil, words, newStemmer(l))
+	if l == nil {
+		for _, l := range languages {
+			terms = appendTerms(terms, words, newStemmer(l))
+		}
+	}
+	return sortedTerms(terms)
+}
+
+// appendTerms appends the terms of words by st.
+func appendTerms(terms, words []string, st *stemmer) []string {
 	for _, w := range words {
 		if hasUnspaced(w) {
 			terms = appendBigrams(terms, w, st)
@@ -26,6 +47,11 @@ func Terms(text string) []string {
 			terms = append(terms, t)
 		}
 	}
+	return terms
+}
+
+// sortedTerms sorts terms and drops repeats.
+func sortedTerms(terms []string) []string {
 	sort.Strings(terms)
 	out := terms[:0]
 	for i, t := range terms {

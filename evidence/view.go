@@ -118,6 +118,9 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	maxBytes := 3 * (maxTokens - 4)
 	base := size.total(c.Total+c.NoteTotal, &empty)
 	used, entryBudget := base, maxBytes-base
+	// limit is the room add may fill: the classes before relevance leave
+	// it its share (see the share pass below).
+	limit := maxBytes
 	var count [numBuckets]int
 	shown := make(map[windowKey]bool)
 	order := []Shown{}
@@ -151,7 +154,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 		if count[it.Bucket] > 0 {
 			cost++ // the comma
 		}
-		if shown[k] || used+cost > maxBytes || fixed.superseded(it) {
+		if shown[k] || used+cost > limit || fixed.superseded(it) {
 			return false
 		}
 		e := entryOf(it)
@@ -165,7 +168,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 			if !shown[windowKey{y.Index, y.Span[0]}] {
 				need += costOf(y) + 1 // and a comma
 			}
-			if used+need > maxBytes {
+			if used+need > limit {
 				return false
 			}
 		}
@@ -199,7 +202,20 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 	// Model notes (notes.go) come right after the user's own statements,
 	// within a share of their own, and never displace them.
 	notes := newNoteClass(c.Notes)
+	// The shares may add up to more than the whole: the classes before
+	// relevance leave room for its best match when that holds a word of
+	// the request said nowhere else (a search for a name said once),
+	// however many statements there are. Reserving relevance's whole share
+	// instead cost 2.6 points of held-out retention.
+	reserve := 0
+	if rel := classes[classRelevant]; len(rel) > 0 && c.namesOnce(rel[0], q) {
+		reserve = costOf(rel[0]) + 1
+	}
+	limit = maxBytes - min(reserve, int(shares[classRelevant]*float64(entryBudget)))
 	for cl := range numClasses {
+		if cl == classRelevant {
+			limit = maxBytes
+		}
 		share := int(shares[cl] * float64(entryBudget))
 		spent := 0
 		for _, it := range classes[cl] {
@@ -213,7 +229,7 @@ func selectView(c *Candidates, q *Query, maxTokens int, w *Weights, why *viewTra
 			}
 		}
 		if cl == classUser {
-			notes.show(int(noteShare*float64(entryBudget)), &used, maxBytes, &count, &order)
+			notes.show(int(noteShare*float64(entryBudget)), &used, limit, &count, &order)
 		}
 	}
 	for cl := range classChatter {
