@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallhq/recall/api"
+	"github.com/recallhq/recall/checkpoint"
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/testutil/natstest"
 	pt "github.com/recallhq/recall/testutil/pipelinetest"
@@ -181,5 +182,29 @@ func TestOtherConversationsDoNotWake(t *testing.T) {
 	}
 	if a.took < wait-100*time.Millisecond {
 		t.Errorf("answered after %v, before its wait of %v ended", a.took, wait)
+	}
+}
+
+// TestDeletionEventWakes: the worker wakes a key's waiters once an event's
+// deletion of it has committed, so that none answers the deleted state
+// when its wait ends.
+func TestDeletionEventWakes(t *testing.T) {
+	t.Parallel()
+	e := setupE2E(t, never, true)
+	h, cursor := conversation(t, "m", 3)
+	e.Publish("e1", pt.Event("e1", "u", "c", h))
+	e.WaitCursor("u", "c", cursor, 30*time.Second)
+	ch, end := e.sub.Subscribe("u", "c")
+	defer end()
+	time.Sleep(settle) // the extraction's own wake-up may still be on its way
+	drain(ch)
+	del, _ := json.Marshal(map[string]any{"schema": checkpoint.Schema, "kind": checkpoint.KindDelete, "event_id": "e2", "user_id": "u", "conversation_id": "c"})
+	e.Publish("e2", del)
+	if !woken(ch, 30*time.Second) {
+		t.Fatal("the deletion woke no waiter")
+	}
+	rec, err := e.Store.Evidence(t.Context(), "u", "c")
+	if err != nil || rec.Cursor != 0 {
+		t.Fatalf("after the wake-up the key reads cursor %d, %v; want the deletion committed (cursor 0)", rec.Cursor, err)
 	}
 }
