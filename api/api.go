@@ -68,7 +68,7 @@ type Config struct {
 	// the HS256 tokens of JWTSecret. Defaults to none: HS256 tokens only.
 	IdentityProvider *IdentityProvider
 	// Notifier wakes long-polling requests (?min_cursor=N&wait=D) when a
-	// conversation's state changes; usually a *store.Listener. Defaults to
+	// conversation's state changes; usually a *wake.Subscriber. Defaults to
 	// none: New refuses to run without it, as waiting would mean polling.
 	Notifier Notifier
 	// Ready reports whether the process's dependencies (Postgres, NATS) are
@@ -208,7 +208,7 @@ func (c *Config) validate() error {
 	case slices.ContainsFunc(c.JWTPreviousSecrets, func(s []byte) bool { return len(s) == 0 }):
 		return errors.New("api: Config.JWTPreviousSecrets holds an empty secret: leave it out (RECALL_JWT_PREVIOUS_SECRETS is a comma-separated list)")
 	case c.Notifier == nil:
-		return errors.New("api: Config.Notifier must be set: pass a store.Listener so that waiting requests wake on state changes")
+		return errors.New("api: Config.Notifier must be set: pass a wake.Subscriber so that waiting requests wake on state changes")
 	case c.MaxWait < 0:
 		return fmt.Errorf("api: Config.MaxWait is %v: it must be positive, or 0 for the default %v", c.MaxWait, DefaultMaxWait)
 	case c.MaxWaiters < 0:

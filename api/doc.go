@@ -29,11 +29,12 @@
 // The handler reads through a small [Source] interface, so that it knows
 // nothing of Postgres, and long-polls (?min_cursor=N&wait=2s) on a
 // [Notifier] that wakes waiters when a conversation's state changes, so that
-// a waiting request costs no queries between changes. The requests waiting
-// on one key share one subscription and one read per wake-up, whether they
-// came for evidence or for a context; at most Config.MaxWaiters wait at once
-// (past it, 429 with Retry-After), and every read has a deadline
-// (Config.ReadTimeout).
+// a waiting request reads only when woken (recall's notifier wakes it on a
+// change and, in case a wake-up was lost, once a second besides). The
+// requests waiting on one key share one subscription and one read per
+// wake-up, whether they came for evidence or for a context; at most
+// Config.MaxWaiters wait at once (past it, 429 with Retry-After), and every
+// read has a deadline (Config.ReadTimeout).
 //
 // Servers of other protocols mounted on the API, such as the MCP server at
 // /mcp, read through [Reads]: the evidence, search and listing routes' own

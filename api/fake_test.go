@@ -14,7 +14,7 @@ type key struct{ user, conv string }
 
 // fakeSource is an in-memory Source and Notifier: set stores a record and
 // wakes the key's subscribers, as a committed state change and the
-// listener's announcement would.
+// wake-up sent after it would.
 type fakeSource struct {
 	mu      sync.Mutex
 	recs    map[key]evidence.Record

@@ -23,16 +23,18 @@ import (
 	"github.com/recallhq/recall/internal/apiclient"
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/wake"
 )
 
 // apiServer is the read API as `recall run` serves it: api.Handler over a
-// store, woken by a store.Listener, behind api.NewServer, on loopback.
+// store, woken over NATS by a wake.Subscriber on the pipeline's wake
+// subject, behind api.NewServer, on loopback.
 type apiServer struct {
-	listener *store.Listener
-	handler  *api.Handler
-	server   *http.Server
-	url      string
-	secret   []byte
+	wake    *wake.Subscriber
+	handler *api.Handler
+	server  *http.Server
+	url     string
+	secret  []byte
 }
 
 // startQuietAPI stops the pipeline, so that nothing else runs while the API
@@ -58,15 +60,15 @@ func (e *env) startAPIWithIdP(ctx context.Context, src api.Source, idp *api.Iden
 	s := &apiServer{secret: make([]byte, 32)}
 	_, _ = rand.Read(s.secret)
 	var err error
-	if s.listener, err = store.NewListener(e.dbURL, e.logger); err != nil {
+	if s.wake, err = wake.NewSubscriber(e.nc, &wake.Config{Subject: wake.SubjectFor(e.stream), Logger: e.logger}); err != nil {
 		return nil, err
 	}
-	if err := s.listener.Start(ctx); err != nil {
+	if err := s.wake.Start(ctx); err != nil {
 		return nil, err
 	}
 	// Every event of the lag scenario has its waiting reader: the waiter
 	// cap, which sheds load in production, is not what is measured.
-	s.handler, err = api.New(src, &api.Config{JWTSecret: s.secret, IdentityProvider: idp, Notifier: s.listener, Metrics: metrics.New(), Logger: e.logger,
+	s.handler, err = api.New(src, &api.Config{JWTSecret: s.secret, IdentityProvider: idp, Notifier: s.wake, Metrics: metrics.New(), Logger: e.logger,
 		MaxWaiters: 1 << 20})
 	if err != nil {
 		s.close()
@@ -92,8 +94,8 @@ func (s *apiServer) close() {
 	if s.server != nil {
 		_ = s.server.Shutdown(ctx)
 	}
-	if s.listener != nil {
-		_ = s.listener.Stop(ctx)
+	if s.wake != nil {
+		_ = s.wake.Stop(ctx)
 	}
 }
 

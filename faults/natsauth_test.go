@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,14 +14,17 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/recallhq/recall/partition"
 	"github.com/recallhq/recall/store"
 	"github.com/recallhq/recall/testutil/pgtest"
+	"github.com/recallhq/recall/wake"
 )
 
 // TestDeployNATSUsers runs deploy/nats.conf (users and permissions) with a
-// `recall run` on it: recall, with its user, creates the stream and
-// consumes; the publisher user publishes and is refused anything else; a
-// connection without a user is refused.
+// `recall run` on it: recall, with its user, creates the stream, consumes
+// and sends the wake-ups of long-polls; the publisher user publishes and is
+// refused anything else, the wake-ups included; a connection without a user
+// is refused.
 func TestDeployNATSUsers(t *testing.T) {
 	// t.Setenv: the configuration reads the passwords from the environment.
 	t.Setenv("NATS_PUBLISHER_PASSWORD", "pub-pass-0d1e")
@@ -53,6 +57,18 @@ func TestDeployNATSUsers(t *testing.T) {
 		"RECALL_JWT_SECRET=" + jwtSecret, "RECALL_HTTP_ADDR=127.0.0.1:0", "RECALL_LOG_FORMAT=json", "RECALL_NO_MIGRATE=1"}, "run")
 	run.waitLog(t, "worker consuming", 60*time.Second)
 
+	// recall's user hears the wake-ups its worker sends.
+	rc, err := nats.Connect("nats://recall:recall-pass-9c8b@" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	wakeups, err := rc.SubscribeSync(wake.SubjectFor(stream) + ".*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Must(t, rc.Flush(), "flush the wake-up subscription")
+
 	var mu sync.Mutex
 	var violations []string
 	pub, err := nats.Connect("nats://publisher:pub-pass-0d1e@"+addr, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -82,6 +98,11 @@ func TestDeployNATSUsers(t *testing.T) {
 	}
 	v, _ := waitConverged(t, pool, []*conversation{cv}, time.Minute)
 	requireOracle(t, v)
+	if msg, err := wakeups.NextMsg(10 * time.Second); err != nil {
+		t.Errorf("recall's user heard no wake-up of the extraction: %v", err)
+	} else if want, cursor := wake.SubjectFor(stream)+"."+partition.Token("u", "c"), strconv.Itoa(cv.Oracle.Cursor); msg.Subject != want || string(msg.Data) != cursor {
+		t.Errorf("wake-up %s %q, want %s %q", msg.Subject, msg.Data, want, cursor)
+	}
 
 	// Everything else is refused to the publisher.
 	refused := []struct {
@@ -100,6 +121,15 @@ func TestDeployNATSUsers(t *testing.T) {
 		{"delete the stream", func(ctx context.Context) error { return js.DeleteStream(ctx, stream) }},
 		{"subscribe to the subject", func(ctx context.Context) error {
 			sub, err := pub.SubscribeSync(subject)
+			if err != nil {
+				return err
+			}
+			defer sub.Unsubscribe()
+			_, err = sub.NextMsgWithContext(ctx)
+			return err
+		}},
+		{"hear the wake-ups", func(ctx context.Context) error {
+			sub, err := pub.SubscribeSync(wake.SubjectPrefix + ".>")
 			if err != nil {
 				return err
 			}

@@ -29,13 +29,21 @@ type ExtractWorker struct {
 	river.WorkerDefaults[store.ExtractArgs]
 	pool    *pgxpool.Pool
 	store   *store.Store
+	waker   Waker
 	metrics *metrics.Metrics
 	logger  *slog.Logger
 	tracer  trace.Tracer
 }
 
+// Waker tells the read API's waiting requests that a conversation's state
+// changed, after the change has committed; *wake.Publisher implements it.
+type Waker interface {
+	Wake(ctx context.Context, userID, conversationID string, cursor int)
+}
+
 // Work folds the conversation's held messages into its evidence and
-// completes the job in the same transaction.
+// completes the job in the same transaction; once that has committed, it
+// wakes the requests waiting for the new state.
 func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[store.ExtractArgs]) error {
 	start := time.Now()
 	ctx, span := w.tracer.Start(ctx, SpanExtract)
@@ -58,6 +66,9 @@ func (w *ExtractWorker) Work(ctx context.Context, job *river.Job[store.ExtractAr
 		}
 		w.logger.WarnContext(ctx, "extraction failed; River retries it", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt), slog.String("error", err.Error()))
 		return err
+	}
+	if res.Outcome == checkpoint.Applied && w.waker != nil {
+		w.waker.Wake(ctx, job.Args.UserID, job.Args.ConversationID, res.Cursor)
 	}
 	if w.metrics != nil {
 		w.metrics.Extractions.WithLabelValues(res.Outcome.String()).Inc()
@@ -138,6 +149,11 @@ type Config struct {
 	// PruneInterval is how often the River leader removes what is older
 	// than RejectionRetention. Defaults to DefaultPruneInterval (1h).
 	PruneInterval time.Duration
+	// Waker, when set, is told of each extraction that changed a
+	// conversation's state, once its transaction has committed, so that
+	// requests waiting for the new cursor are answered at once. Defaults
+	// to none: waiters find the new state at their next poll.
+	Waker Waker
 	// Metrics, when set, counts and times extractions. Defaults to none.
 	Metrics *metrics.Metrics
 	// TracerProvider, when set, receives the spans of extraction jobs:
@@ -247,7 +263,7 @@ func NewClient(pool *pgxpool.Pool, st *store.Store, cfg *Config) (*river.Client[
 		Middleware:  newTracing(c.TracerProvider),
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &ExtractWorker{pool: pool, store: st, metrics: c.Metrics, logger: c.Logger, tracer: newJobTracer(c.TracerProvider)}); err != nil {
+	if err := river.AddWorkerSafely(workers, &ExtractWorker{pool: pool, store: st, waker: c.Waker, metrics: c.Metrics, logger: c.Logger, tracer: newJobTracer(c.TracerProvider)}); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	if err := river.AddWorkerSafely(workers, &SweepWorker{store: st, after: c.SweepAfter, logger: c.Logger}); err != nil {

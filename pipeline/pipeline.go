@@ -6,10 +6,13 @@
 // they run the same wiring.
 //
 // The arrows run one way: the jobs package calls the store, the store calls
-// no one back, and the worker calls the store.
+// no one back, and the worker calls the store. With NATS, the worker and
+// the jobs wake the read API's waiters through a wake.Publisher once their
+// changes have committed.
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +29,7 @@ import (
 	"github.com/recallhq/recall/internal/metrics"
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/wake"
 	"github.com/recallhq/recall/worker"
 )
 
@@ -47,6 +51,10 @@ type Config struct {
 	// lane. Defaults to none: the lexical extractor alone, exactly as
 	// without the lane.
 	Model *jobs.ModelLane
+	// WakeSubject is the subject the worker and the jobs send wake-ups to
+	// (wake.Publisher), when New is given a NATS connection. Defaults to
+	// wake.SubjectFor the worker's stream (recall.wake.RECALL_CHECKPOINTS).
+	WakeSubject string
 	// Metrics, when set, is given to the jobs and the worker. Defaults to
 	// none.
 	Metrics *metrics.Metrics
@@ -108,9 +116,24 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg *Config) (*Pipeline, error) {
 		return nil, err
 	}
 
+	var wc worker.Config
+	if c.Worker != nil {
+		wc = *c.Worker
+	}
+	var waker *wake.Publisher
+	if nc != nil {
+		subject := cmp.Or(c.WakeSubject, wake.SubjectFor(wc.WithDefaults().Stream))
+		if waker, err = wake.NewPublisher(nc, subject, c.Logger); err != nil {
+			return nil, err
+		}
+	}
+
 	var jc jobs.Config
 	if c.Jobs != nil {
 		jc = *c.Jobs
+	}
+	if jc.Waker == nil && waker != nil {
+		jc.Waker = waker
 	}
 	if jc.Logger == nil {
 		jc.Logger = c.Logger
@@ -131,9 +154,8 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg *Config) (*Pipeline, error) {
 	if nc == nil {
 		return p, nil
 	}
-	var wc worker.Config
-	if c.Worker != nil {
-		wc = *c.Worker
+	if wc.Waker == nil {
+		wc.Waker = waker
 	}
 	if wc.Logger == nil {
 		wc.Logger = c.Logger

@@ -278,7 +278,6 @@ WHERE user_id = $1 AND conversation_id = $2`,
 		b.Queue(`DELETE FROM recall_message WHERE user_id = $1 AND conversation_id = $2 AND idx >= $3 AND idx < $4`,
 			userID, conversationID, row.cursor, hold)
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, state.Cursor))
 	br = tx.SendBatch(ctx, b)
 	var now convRow
 	var matched int

@@ -15,10 +15,10 @@ import (
 // a client has seen (EvidenceAtLeast, SearchAtLeast) goes to the primary
 // when the replica's copy is older; a read the replica cannot answer (it is
 // down, or cancels the query for a conflict with replay) goes to the
-// primary too. Deletes always go to the primary. A hot standby cannot
-// LISTEN: the API keeps its Listener on the primary, and the reads a
-// wake-up causes carry the waiter's floor, so they find the change on the
-// primary when the replica has not replayed it yet.
+// primary too. Deletes always go to the primary. A waiter is woken once
+// the change has committed on the primary, and the reads a wake-up causes
+// carry the waiter's floor, so they find the change on the primary when the
+// replica has not replayed it yet.
 type ReplicaReader struct {
 	primary, replica *Store
 	logger           *slog.Logger

@@ -263,7 +263,6 @@ WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID, start[:])
 	b.Queue(`DELETE FROM recall_model_call WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
 	b.Queue(`UPDATE recall_rejection SET payload = NULL, payload_sha256 = NULL
 WHERE user_id = $1 AND conversation_id = $2 AND (payload IS NOT NULL OR payload_sha256 IS NOT NULL)`, userID, conversationID)
-	b.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, NotifyPayload(userID, conversationID, 0))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}

@@ -42,7 +42,8 @@ func settle(res store.Result, err error, age, gapTimeout time.Duration) settleme
 }
 
 // finish ends a message whose event the store has recorded (or failed to
-// record, err).
+// record, err); once an event's deletion has committed, it wakes the
+// conversation's waiters first.
 func (w *Worker) finish(ctx context.Context, p *pending, res store.Result, err error) {
 	msg, meta, ev := p.msg, p.meta, p.ev
 	age := time.Since(meta.Timestamp)
@@ -64,6 +65,9 @@ func (w *Worker) finish(ctx context.Context, p *pending, res store.Result, err e
 			EventID: ev.EventID, UserID: ev.UserID, ConversationID: ev.ConversationID,
 			Stream: meta.Stream, StreamCreated: p.smeta.StreamCreated, StreamSeq: meta.Sequence.Stream, Payload: p.smeta.Payload}, &p.attrs)
 	default:
+		if res.Outcome == checkpoint.Deleted && w.cfg.Waker != nil {
+			w.cfg.Waker.Wake(ctx, ev.UserID, ev.ConversationID, 0)
+		}
 		if err := msg.Ack(); err != nil {
 			p.attrs = append(p.attrs, slog.String("error", err.Error()))
 		}

@@ -43,6 +43,12 @@ type Ingester interface {
 	Reject(ctx context.Context, r store.Rejection) error
 }
 
+// Waker tells the read API's waiting requests that a conversation's state
+// changed, after the change has committed; *wake.Publisher implements it.
+type Waker interface {
+	Wake(ctx context.Context, userID, conversationID string, cursor int)
+}
+
 // The defaults of Config.
 const (
 	// DefaultStream is the JetStream stream of checkpoint events.
@@ -112,6 +118,13 @@ type Config struct {
 	// Handlers that run longer tell JetStream they are in progress.
 	// Defaults to 20s.
 	AckWait time.Duration
+	// Waker, when set, is told of each conversation an event deleted,
+	// once the deletion has committed, so that requests waiting on it read
+	// it at once and none answers the deleted state when its wait ends
+	// (the only change of ingest a waiter sees: the cursor moves with
+	// extractions). Defaults to none: waiters find the deletion at their
+	// next poll.
+	Waker Waker
 	// Metrics, when set, counts events by outcome. Defaults to none.
 	Metrics *metrics.Metrics
 	// TracerProvider, when set, receives a span per batch (SpanBatch) that

@@ -22,6 +22,7 @@ import (
 	"github.com/recallhq/recall/evidence"
 	"github.com/recallhq/recall/internal/redact"
 	"github.com/recallhq/recall/jobs"
+	"github.com/recallhq/recall/wake"
 	"github.com/recallhq/recall/worker"
 )
 
@@ -65,6 +66,10 @@ type config struct {
 	JWTAudience string
 	Subject     string
 	Stream      string
+	// WakeSubject is the subject of the partition's wake-ups, which the
+	// worker sends and the API listens to; "" means wake.SubjectFor(Stream)
+	// (see wakeSubject).
+	WakeSubject string
 	// StreamReplicas is the replica count of the stream the worker creates
 	// when it is missing (3 on a JetStream cluster); an existing stream is
 	// used as it is. From 1 to 5. Defaults to 1.
@@ -135,7 +140,7 @@ const (
 	flagsDB flagGroup = 1 << iota
 	// flagsNATS: -nats-url.
 	flagsNATS
-	// flagsStream: -subject, -stream, -stream-replicas.
+	// flagsStream: -subject, -stream, -stream-replicas, -wake-subject.
 	flagsStream
 	// flagsAPI: -http-addr, -jwt-secret-file (and the refused -jwt-secret),
 	// -jwks-url, -jwt-issuer, -jwt-audience, -api-max-conns, -max-waiters,
@@ -214,6 +219,8 @@ func (c *config) bind(fs *flag.FlagSet, env *Env, groups flagGroup) {
 	str(flagsStream, &c.Subject, "subject", "RECALL_SUBJECT", worker.DefaultSubject, "NATS subject of checkpoint events")
 	str(flagsStream, &c.Stream, "stream", "RECALL_STREAM", worker.DefaultStream, "JetStream stream of checkpoint events (created if missing)")
 	c.bindStreamReplicas(fs, env, groups&flagsStream != 0)
+	str(flagsStream, &c.WakeSubject, "wake-subject", "RECALL_WAKE_SUBJECT", "",
+		"NATS subject the worker wakes the API's waiting requests on (core NATS; empty: "+wake.SubjectPrefix+".STREAM)")
 	dur(flagsShutdown, &c.ShutdownTimeout, "shutdown-timeout", "RECALL_SHUTDOWN_TIMEOUT", defaultShutdownTimeout, "how long running jobs may finish on shutdown before they are cancelled")
 	str(flagsLog, &c.LogFormat, "log-format", "RECALL_LOG_FORMAT", "text", "log format: text or json")
 	str(flagsLog, &c.LogLevel, "log-level", "RECALL_LOG_LEVEL", "info", "log level: debug, info, warn or error")
@@ -264,6 +271,12 @@ func (f replicasFlag) Set(s string) error {
 	}
 	f.c.StreamReplicas = n
 	return nil
+}
+
+// wakeSubject returns the partition's wake subject: WakeSubject, or the
+// one its stream implies.
+func (c *config) wakeSubject() string {
+	return cmp.Or(c.WakeSubject, wake.SubjectFor(c.Stream))
 }
 
 // validateStream checks the stream settings; StreamReplicas 0 (not given)

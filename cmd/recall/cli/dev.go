@@ -65,7 +65,7 @@ func runDev(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	// The banner comes first: routine logs of the start (migrations, the
-	// worker, the listener) wait for it. Warnings and errors do not.
+	// worker, the wake-ups) wait for it. Warnings and errors do not.
 	var hold logHold
 	logger = hold.logger(logger.Handler())
 	defer hold.release(ctx)

@@ -72,11 +72,11 @@ func sqlValue[T any](t *testing.T, c *devpg.Cluster, db, query string) T {
 
 // TestReadReplica runs `recall run` with RECALL_READ_DATABASE_URL naming a
 // hot standby of its database: reads come from the standby; long-polls
-// still wake (the listener is on the primary) and find the change on the
-// primary while the standby has not replayed it; a client that passes the
-// last version it saw (min_version) never sees version go backward, even
-// while the standby's replay is paused; without it, the standby's older
-// state is what it gets.
+// still wake (the worker wakes them once the primary has committed) and
+// find the change on the primary while the standby has not replayed it; a
+// client that passes the last version it saw (min_version) never sees
+// version go backward, even while the standby's replay is paused; without
+// it, the standby's older state is what it gets.
 func TestReadReplica(t *testing.T) {
 	t.Parallel()
 	p := startReplicaPair(t)

@@ -30,6 +30,7 @@ import (
 	"github.com/recallhq/recall/jobs"
 	"github.com/recallhq/recall/pipeline"
 	"github.com/recallhq/recall/store"
+	"github.com/recallhq/recall/wake"
 	"github.com/recallhq/recall/worker"
 )
 
@@ -123,9 +124,11 @@ type app struct {
 	tp trace.TracerProvider
 	// stopQueue ends the count of the extraction queue (jobs.WatchQueue).
 	stopQueue func()
-	listener  *store.Listener
-	handler   *api.Handler
-	server    *http.Server
+	// wake wakes the API's waiters when the worker (of this process or
+	// another) announces a change.
+	wake    *wake.Subscriber
+	handler *api.Handler
+	server  *http.Server
 	// uiServer serves the River UI, when asked for; stopUI ends the UI's
 	// background services.
 	uiServer *http.Server
@@ -213,8 +216,9 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			Jobs:  &jobs.Config{Workers: cfg.Concurrency, RejectionRetention: cfg.RejectionRetention},
 			Worker: &worker.Config{Stream: cfg.Stream, Subject: cfg.Subject, Replicas: cfg.StreamReplicas, Concurrency: cfg.Concurrency, MaxBatch: cfg.MaxBatch,
 				Limits: checkpoint.Limits{MaxEventBytes: cfg.MaxEventBytes}, GapTimeout: cfg.GapTimeout},
-			Model:   lane,
-			Metrics: m, TracerProvider: a.tp, Logger: logger,
+			WakeSubject: cfg.wakeSubject(),
+			Model:       lane,
+			Metrics:     m, TracerProvider: a.tp, Logger: logger,
 		})
 		if err != nil {
 			return nil, err
@@ -241,13 +245,12 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err != nil {
 			return nil, err
 		}
-		// A hot standby cannot LISTEN: the listener stays on the primary.
-		a.listener, err = store.NewListener(cfg.DatabaseURL, logger)
-		if err != nil {
+		// Waiters are woken over NATS by the workers of the partition that
+		// share the wake subject, and poll besides.
+		if a.wake, err = wake.NewSubscriber(a.nc, &wake.Config{Subject: cfg.wakeSubject(), Logger: logger}); err != nil {
 			return nil, err
 		}
-		// The listener lives until stop ends it, not until the first signal.
-		if err := a.listener.Start(context.WithoutCancel(ctx)); err != nil {
+		if err := a.wake.Start(ctx); err != nil {
 			return nil, err
 		}
 		js, err := jetstream.New(a.nc)
@@ -258,7 +261,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			JWTSecret:          []byte(cfg.JWTSecret),
 			JWTPreviousSecrets: cfg.previousSecrets(),
 			IdentityProvider:   idp,
-			Notifier:           a.listener,
+			Notifier:           a.wake,
 			Ready:              a.ready,
 			MaxWaiters:         cfg.MaxWaiters,
 			ReadTimeout:        cfg.APIReadTimeout,
@@ -472,9 +475,9 @@ func (a *app) stop(logger *slog.Logger) error {
 		wg.Go(func() { _ = a.pipe.Stop(ctx) })
 	}
 	wg.Wait()
-	if a.listener != nil {
+	if a.wake != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = a.listener.Stop(stopCtx)
+		_ = a.wake.Stop(stopCtx)
 		cancel()
 	}
 	if a.nc != nil {
