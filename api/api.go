@@ -47,6 +47,12 @@ type Notifier interface {
 	Subscribe(userID, conversationID string) (<-chan struct{}, func())
 }
 
+// A Waker wakes the requests that wait on a conversation in every process.
+type Waker interface {
+	// Wake announces that the key's state changed; it never blocks.
+	Wake(ctx context.Context, userID, conversationID string, cursor int)
+}
+
 // DefaultMaxWait is the longest wait a request may ask for.
 const DefaultMaxWait = 30 * time.Second
 
@@ -71,6 +77,11 @@ type Config struct {
 	// conversation's state changes; usually a *wake.Subscriber. Defaults to
 	// none: New refuses to run without it, as waiting would mean polling.
 	Notifier Notifier
+	// Waker tells the waiters of other processes that a conversation was
+	// deleted through this API (the waiters of this one read it again
+	// directly); usually a *wake.Publisher. Defaults to none: theirs find
+	// out at their next poll.
+	Waker Waker
 	// Ready reports whether the process's dependencies (Postgres, NATS) are
 	// reachable, for /readyz. Defaults to always ready.
 	Ready func(ctx context.Context) error
@@ -131,6 +142,7 @@ type Config struct {
 type Handler struct {
 	src          Source
 	notifier     Notifier
+	waker        Waker
 	secrets      []jwt.VerificationKey // HS256: JWTSecret, then JWTPreviousSecrets
 	idp          *IdentityProvider
 	parser       *jwt.Parser
@@ -237,6 +249,7 @@ func New(src Source, cfg *Config) (*Handler, error) {
 	h := &Handler{
 		src:      src,
 		notifier: c.Notifier,
+		waker:    c.Waker,
 		secrets:  hsSecrets(c.JWTSecret, c.JWTPreviousSecrets),
 		idp:      c.IdentityProvider,
 		parser: jwt.NewParser(

@@ -191,6 +191,10 @@ func (h *Handler) deleteConversation(w http.ResponseWriter, r *http.Request) err
 	if err := h.src.DeleteConversation(r.Context(), userID, conversationID); err != nil {
 		return err
 	}
+	h.waiters.deleted(userID, conversationID)
+	if h.waker != nil {
+		h.waker.Wake(r.Context(), userID, conversationID, 0)
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -222,6 +222,9 @@ func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	if err := h.users.DeleteUser(r.Context(), userID); err != nil {
 		return err
 	}
+	// The waiters of this process read again; those of others find out at
+	// their next poll.
+	h.waiters.deleted(userID, "")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -61,6 +61,20 @@ func (ws *waiters) acquire() bool {
 
 func (ws *waiters) release() { ws.n.Add(-1) }
 
+// deleted has the watches of conversationID of userID (every conversation
+// of the user when conversationID is empty) read again at once: a request
+// waiting on a conversation just deleted answers as a read after the
+// deletion does, not with what it read before.
+func (ws *waiters) deleted(userID, conversationID string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for k, c := range ws.watches {
+		if k.userID == userID && (conversationID == "" || k.conversationID == conversationID) {
+			c.request(floor{})
+		}
+	}
+}
+
 // readOnce reads a key with the read deadline.
 func (ws *waiters) readOnce(ctx context.Context, userID, conversationID string) (evidence.Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, ws.readTimeout)

@@ -208,3 +208,49 @@ func TestDeletionEventWakes(t *testing.T) {
 		t.Fatalf("after the wake-up the key reads cursor %d, %v; want the deletion committed (cursor 0)", rec.Cursor, err)
 	}
 }
+
+// TestAPIDeletionAnswersWaiters: a conversation deleted through one API
+// process is read again for the requests waiting on it there at once, and
+// in another process as soon as the first one's wake-up arrives, with
+// polls too rare to matter: none of them answers the deleted state when
+// its wait ends.
+func TestAPIDeletionAnswersWaiters(t *testing.T) {
+	t.Parallel()
+	e := setupE2E(t, never, true)
+	h, cursor := conversation(t, "m", 3)
+	e.Publish("e1", pt.Event("e1", "u", "c", h))
+	e.WaitCursor("u", "c", cursor, 30*time.Second)
+
+	// The process the deletion goes through: its waiters are read again
+	// directly, and its publisher wakes the others'.
+	nc, _ := natstest.Connect(t, e.NATSURL)
+	sub, err := wake.NewSubscriber(nc, &wake.Config{Subject: wake.SubjectFor(e.Stream), PollInterval: never})
+	pt.Must(t, err)
+	pub, err := wake.NewPublisher(nc, wake.SubjectFor(e.Stream), nil)
+	pt.Must(t, err)
+	deleter, err := api.New(e.Store, &api.Config{JWTSecret: e.secret, Notifier: sub, Waker: pub})
+	pt.Must(t, err)
+	srv := httptest.NewServer(deleter)
+	t.Cleanup(srv.Close)
+	other := &e2e{Bundle: e.Bundle, url: srv.URL, secret: e.secret}
+
+	const wait = 3 * time.Second
+	here := other.longPoll(t, "u", "c", cursor+100, wait)
+	there := e.longPoll(t, "u", "c", cursor+100, wait)
+	time.Sleep(settle)
+	token, err := apiclient.Sign(e.secret, "u", time.Hour, nil)
+	pt.Must(t, err)
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/users/u/conversations/c", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	pt.Must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %s", resp.Status)
+	}
+	for name, got := range map[string]<-chan answer{"the deleting process": here, "another process": there} {
+		if a := <-got; a.err != nil || a.Cursor != 0 {
+			t.Errorf("%s: a waiter answered cursor %d (%v) after the deletion, want the deleted key's (0)", name, a.Cursor, a.err)
+		}
+	}
+}

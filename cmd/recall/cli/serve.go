@@ -253,6 +253,11 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 		if err := a.wake.Start(ctx); err != nil {
 			return nil, err
 		}
+		// Deletions through the API wake the waiters of other processes.
+		waker, err := wake.NewPublisher(a.nc, cfg.wakeSubject(), logger)
+		if err != nil {
+			return nil, err
+		}
 		js, err := jetstream.New(a.nc)
 		if err != nil {
 			return nil, fmt.Errorf("jetstream: %w", err)
@@ -262,6 +267,7 @@ func start(ctx context.Context, cfg *config, r roles, migrate bool, logger *slog
 			JWTPreviousSecrets: cfg.previousSecrets(),
 			IdentityProvider:   idp,
 			Notifier:           a.wake,
+			Waker:              waker,
 			Ready:              a.ready,
 			MaxWaiters:         cfg.MaxWaiters,
 			ReadTimeout:        cfg.APIReadTimeout,
