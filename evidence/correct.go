@@ -104,10 +104,21 @@ func readValued(text string) valued {
 
 // identifiers returns the things text names by a word and a number right
 // after it ("Shed 1", "item 3", "room 12"), each word's term and its
-// number: the number says which thing, not how much of it.
+// number: the number says which thing, not how much of it. A statement
+// with one number names nothing by it: that number is its value ("we plan
+// 8 buses", "we need 11 buses").
 func identifiers(text string) map[string]string {
 	var m map[string]string
 	words := strings.Fields(text)
+	numbers := 0
+	for _, w := range words {
+		if hasDigit(w) {
+			numbers++
+		}
+	}
+	if numbers < 2 {
+		return nil
+	}
 	st := newStemmer(guessLanguage(splitWords(text, nil)))
 	for i := 1; i < len(words); i++ {
 		num := strings.TrimRight(words[i], ".,;:!?)")

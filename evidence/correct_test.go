@@ -238,3 +238,30 @@ func TestUnspacedParts(t *testing.T) {
 		}
 	}
 }
+
+// TestOneNumberIsAValue checks that a statement's only number is its value,
+// not the name of a thing: "we plan 8 buses" and "we plan 11 buses" speak
+// of one thing, and the later may correct the earlier ("Shed 1 holds 7
+// boxes" and "Shed 3 holds 13 boxes" speak of two: TestListsAreNoCorrections).
+func TestOneNumberIsAValue(t *testing.T) {
+	t.Parallel()
+	for _, newer := range []string{
+		"Change of plan: for the shuttle we plan 11 buses at the peak instead of 8.",
+		"Correction: for the shuttle we plan 11 buses at the peak, not 8.",
+	} {
+		h := []checkpoint.Message{
+			checkpointtest.User("m0", "For the shuttle we plan 8 buses at the peak."),
+			checkpointtest.Assistant("m1", "Noted."),
+			checkpointtest.User("m2", newer),
+			checkpointtest.Assistant("m3", "Updated."),
+			checkpointtest.User("m4", "What is left to book?"),
+		}
+		s, _, err := Fold(NewState(), h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fix := s.Archive.Items()[0].Fix; fix.Index != 2 || fix.Chance == 0 {
+			t.Errorf("%q: the plan's correction is %+v, want message 2 with a chance", newer, fix)
+		}
+	}
+}
