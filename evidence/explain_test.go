@@ -33,7 +33,7 @@ func TestExplainCorrection(t *testing.T) {
 		checkpointtest.Assistant("m1", "Noted."),
 		checkpointtest.User("m2", "The venue on Harbour Road holds 120 people."),
 		checkpointtest.Assistant("m3", "Noted."),
-		checkpointtest.User("m4", "Correction: we need 11 buses at the peak instead of 8."),
+		checkpointtest.User("m4", "Correction: for the shuttle we need 11 buses at the peak instead of 8."),
 		checkpointtest.Assistant("m5", "Updated."),
 		checkpointtest.User("m6", "What is left to book?"),
 	}

@@ -135,8 +135,9 @@ func TestViewWithNotes(t *testing.T) {
 	}
 }
 
-// TestNotesShare: many long notes take at most their share of the room and
-// never push out what the user's class shows within its own share.
+// TestNotesShare: many long notes take at most their share of the room (and
+// what the classes leave spare) and never push out what the user's class
+// shows within its own share.
 func TestNotesShare(t *testing.T) {
 	t.Parallel()
 	history := noteHistory(60)
@@ -160,7 +161,9 @@ func TestNotesShare(t *testing.T) {
 			noteBytes += modelLineLen(&sh.Entry) + 1
 		}
 	}
-	if room := 3*(DefaultMaxTokens-4) - len(notesEnvelopeHead); noteBytes == 0 || noteBytes > room/4 {
+	// Their share, and in the spare pass what the classes left: a third
+	// at most here.
+	if room := 3*(DefaultMaxTokens-4) - len(notesEnvelopeHead); noteBytes == 0 || noteBytes > room/3 {
 		t.Errorf("notes take %d bytes of %d", noteBytes, room)
 	}
 	kept := 0
