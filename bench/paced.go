@@ -72,7 +72,9 @@ func (e *env) startPacedTarget(ctx context.Context) (*pacedTarget, error) {
 		_ = worker.stop()
 		return nil, err
 	}
-	apiChild, apiURL, secret, err := e.spawnAPI()
+	// The API's long-polls are woken by the worker's wake-ups on its
+	// stream's subject.
+	apiChild, apiURL, secret, err := e.spawnAPI(t.stream)
 	if err != nil {
 		_ = worker.stop()
 		return nil, err

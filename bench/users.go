@@ -198,7 +198,7 @@ func (e *env) jwksLoad(ctx context.Context, st *store.Store, userID string, conv
 func (e *env) exportAndDelete(ctx context.Context, userID string, res *Result) error {
 	// The child needs connections of its own.
 	e.pool.Reset()
-	child, base, secret, err := e.spawnAPI()
+	child, base, secret, err := e.spawnAPI("")
 	if err != nil {
 		return err
 	}
@@ -262,8 +262,10 @@ func (e *env) exportAndDelete(ctx context.Context, userID string, res *Result) e
 }
 
 // spawnAPI starts a child `recall api` on a free loopback port with a JWT
-// secret of its own, and returns it with its base URL and the secret.
-func (e *env) spawnAPI() (c *child, apiURL, secret string, err error) {
+// secret of its own, and returns it with its base URL and the secret. With
+// stream, the API hears the wake-ups of that stream's workers (its
+// RECALL_STREAM); without, the default stream's.
+func (e *env) spawnAPI(stream string) (c *child, apiURL, secret string, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", "", err
@@ -273,7 +275,11 @@ func (e *env) spawnAPI() (c *child, apiURL, secret string, err error) {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
 	secret = hex.EncodeToString(raw[:])
-	c, err = e.spawn("api", "NATS_URL="+e.cfg.NATSURL, "RECALL_HTTP_ADDR="+addr, "RECALL_JWT_SECRET="+secret)
+	env := []string{"NATS_URL=" + e.cfg.NATSURL, "RECALL_HTTP_ADDR=" + addr, "RECALL_JWT_SECRET=" + secret}
+	if stream != "" {
+		env = append(env, "RECALL_STREAM="+stream)
+	}
+	c, err = e.spawn("api", env...)
 	if err != nil {
 		return nil, "", "", err
 	}
