@@ -692,3 +692,51 @@ func TestUserExportNotes(t *testing.T) {
 		t.Errorf("end line %v, want notes 2", end)
 	}
 }
+
+// forgetfulUsers deletes a user's conversations from the fake source
+// without waking anyone, as another process's deletion does for this one.
+type forgetfulUsers struct {
+	*fakeUsers
+	src *fakeSource
+}
+
+func (f forgetfulUsers) DeleteUser(ctx context.Context, userID string) error {
+	f.src.mu.Lock()
+	for k := range f.src.recs {
+		if k.user == userID {
+			delete(f.src.recs, k)
+		}
+	}
+	f.src.mu.Unlock()
+	return f.fakeUsers.DeleteUser(ctx, userID)
+}
+
+// TestDeleteUserAnswersWaiters checks that a request waiting on one of a
+// user's conversations when the user is deleted through this process
+// answers what a read after the deletion gives, not what it read before.
+func TestDeleteUserAnswersWaiters(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource()
+	src.set(stateAt("u-7", "c-1", 2, 1))
+	h, err := api.New(src, &api.Config{JWTSecret: secret, Notifier: src, Users: forgetfulUsers{newFakeUsers(), src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	got := make(chan response, 1)
+	go func() {
+		r, err := get(t.Context(), t, srv, "/v1/users/u-7/conversations/c-1/evidence?min_cursor=9&wait=2s", userToken(t, "u-7"))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	waitReads(t, src, 1)
+	if w := do(t, h, http.MethodDelete, "/v1/users/u-7", userToken(t, "u-7")); w.Code != http.StatusNoContent {
+		t.Fatalf("DELETE: status %d", w.Code)
+	}
+	if r := <-got; r.Cursor != 0 {
+		t.Errorf("the waiter answered cursor %d after the user's deletion, want the deleted key's (0)", r.Cursor)
+	}
+}

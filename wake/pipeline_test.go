@@ -103,6 +103,16 @@ func conversation(t *testing.T, tag string, n int) ([]json.RawMessage, int) {
 	return h, pt.Oracle(t, h).Cursor
 }
 
+// extracted publishes a conversation of three messages for the key and
+// returns the cursor once its extraction has committed.
+func (e *e2e) extracted(t *testing.T, userID, conversationID string) int {
+	t.Helper()
+	h, cursor := conversation(t, "m", 3)
+	e.Publish("e1", pt.Event("e1", userID, conversationID, h))
+	e.WaitCursor(userID, conversationID, cursor, 30*time.Second)
+	return cursor
+}
+
 // settle lets a long-poll reach its wait before the change it waits for.
 const settle = 300 * time.Millisecond
 
@@ -191,9 +201,7 @@ func TestOtherConversationsDoNotWake(t *testing.T) {
 func TestDeletionEventWakes(t *testing.T) {
 	t.Parallel()
 	e := setupE2E(t, never, true)
-	h, cursor := conversation(t, "m", 3)
-	e.Publish("e1", pt.Event("e1", "u", "c", h))
-	e.WaitCursor("u", "c", cursor, 30*time.Second)
+	e.extracted(t, "u", "c")
 	ch, end := e.sub.Subscribe("u", "c")
 	defer end()
 	time.Sleep(settle) // the extraction's own wake-up may still be on its way
@@ -217,9 +225,7 @@ func TestDeletionEventWakes(t *testing.T) {
 func TestAPIDeletionAnswersWaiters(t *testing.T) {
 	t.Parallel()
 	e := setupE2E(t, never, true)
-	h, cursor := conversation(t, "m", 3)
-	e.Publish("e1", pt.Event("e1", "u", "c", h))
-	e.WaitCursor("u", "c", cursor, 30*time.Second)
+	cursor := e.extracted(t, "u", "c")
 
 	// The process the deletion goes through: its waiters are read again
 	// directly, and its publisher wakes the others'.
